@@ -1,0 +1,296 @@
+//! The page arena: where zspages get their pages (the buddy allocator's job).
+//!
+//! One reserved, lazily-populated anonymous mapping is cut into 4 KiB pages
+//! named by a page frame number (pfn). Free pfns sit on a list behind one
+//! mutex (the analog of `zone->lock`); releasing a page hands its memory back
+//! to the OS with `MADV_DONTNEED` before the pfn is reused, so the process's
+//! RSS follows the pool's size.
+//!
+//! Each pfn has a [`PageDesc`] (the `zpdesc`): which zspage it belongs to, its
+//! place in the chain, and the chain's first and next pfn, so readers can
+//! follow an object across a page boundary without the class lock.
+
+use crate::class::PAGE_SIZE;
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::Mutex;
+use crate::Error;
+
+/// What a pfn currently belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PageInfo {
+    pub(crate) class_pos: usize,
+    pub(crate) zspage_id: u32,
+    pub(crate) first_pfn: u32,
+    /// `NO_PFN` for the last page of the chain.
+    pub(crate) next_pfn: u32,
+}
+
+pub(crate) const NO_PFN: u32 = u32::MAX;
+
+/// Per-page descriptor, two atomic words so it can be read without locks.
+#[derive(Debug)]
+pub(crate) struct PageDesc {
+    /// `[valid:1 | class_pos:8 | zspage_id:32]`
+    owner: AtomicU64,
+    /// `[first_pfn:32 | next_pfn:32]`
+    chain: AtomicU64,
+}
+
+const VALID: u64 = 1 << 63;
+
+impl PageDesc {
+    #[cfg_attr(not(loom), allow(dead_code))]
+    fn new() -> Self {
+        Self {
+            owner: AtomicU64::new(0),
+            chain: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn set(&self, info: PageInfo) {
+        let chain = (u64::from(info.first_pfn) << 32) | u64::from(info.next_pfn);
+        self.chain.store(chain, Ordering::Release);
+        let owner = VALID | ((info.class_pos as u64) << 32) | u64::from(info.zspage_id);
+        self.owner.store(owner, Ordering::Release);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.owner.store(0, Ordering::Release);
+    }
+
+    pub(crate) fn get(&self) -> Option<PageInfo> {
+        let owner = self.owner.load(Ordering::Acquire);
+        if owner & VALID == 0 {
+            return None;
+        }
+        let chain = self.chain.load(Ordering::Acquire);
+        Some(PageInfo {
+            class_pos: ((owner >> 32) & 0xff) as usize,
+            zspage_id: owner as u32,
+            first_pfn: (chain >> 32) as u32,
+            next_pfn: chain as u32,
+        })
+    }
+}
+
+struct FreeList {
+    free: Vec<u32>,
+    next_unused: u32,
+}
+
+/// The backing memory of a pool.
+pub(crate) struct Arena {
+    base: *mut u8,
+    pages: usize,
+    descs: Box<[PageDesc]>,
+    free: Mutex<FreeList>,
+    pages_in_use: AtomicUsize,
+    release_to_os: bool,
+}
+
+// SAFETY: `base` points to memory owned by the arena for its whole life. The
+// arena hands out disjoint page ranges; all byte access goes through
+// `Pool`, which serialises access to each object (see lib.rs, "Lock order").
+unsafe impl Send for Arena {}
+// SAFETY: as above; the shared state (descs, free list, counters) is atomic
+// or behind a mutex.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    pub(crate) fn new(pages: usize, release_to_os: bool) -> Result<Self, Error> {
+        if pages == 0 || pages >= NO_PFN as usize {
+            return Err(Error::Config(format!("arena of {pages} pages")));
+        }
+        let base = map_pages(pages)?;
+        Ok(Self {
+            base,
+            pages,
+            descs: new_descs(pages),
+            free: Mutex::new(FreeList {
+                free: Vec::new(),
+                next_unused: 0,
+            }),
+            pages_in_use: AtomicUsize::new(0),
+            release_to_os,
+        })
+    }
+
+    /// Takes `n` pages, or none if the arena cannot supply all of them.
+    pub(crate) fn alloc_pages(&self, n: usize) -> Option<Vec<u32>> {
+        let mut list = self.free.lock();
+        let fresh = self.pages - list.next_unused as usize;
+        if list.free.len() + fresh < n {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            match list.free.pop() {
+                Some(pfn) => out.push(pfn),
+                None => {
+                    out.push(list.next_unused);
+                    list.next_unused += 1;
+                }
+            }
+        }
+        drop(list);
+        self.pages_in_use.fetch_add(n, Ordering::Relaxed);
+        Some(out)
+    }
+
+    /// Gives pages back: their descriptors are cleared, their memory returned
+    /// to the OS, and then they become allocatable again.
+    pub(crate) fn release_pages(&self, pfns: &[u32]) {
+        for &pfn in pfns {
+            self.desc(pfn).clear();
+        }
+        if self.release_to_os {
+            self.discard(pfns);
+        }
+        self.free.lock().free.extend_from_slice(pfns);
+        self.pages_in_use.fetch_sub(pfns.len(), Ordering::Relaxed);
+    }
+
+    #[cfg(not(loom))]
+    fn discard(&self, pfns: &[u32]) {
+        let mut sorted = pfns.to_vec();
+        sorted.sort_unstable();
+        let mut run_start = 0;
+        for i in 1..=sorted.len() {
+            if i == sorted.len() || sorted[i] != sorted[i - 1] + 1 {
+                let first = sorted[run_start] as usize;
+                let len = (i - run_start) * PAGE_SIZE;
+                // SAFETY: pfns come from this arena, so the range lies inside
+                // the mapping; nobody holds references into released pages.
+                // MADV_DONTNEED on private anonymous memory only drops the
+                // contents (they read back as zero), which is all we want.
+                let rc = unsafe {
+                    libc::madvise(
+                        self.base.add(first * PAGE_SIZE).cast(),
+                        len,
+                        libc::MADV_DONTNEED,
+                    )
+                };
+                debug_assert_eq!(rc, 0, "madvise(MADV_DONTNEED) on our own mapping");
+                run_start = i;
+            }
+        }
+    }
+
+    #[cfg(loom)]
+    fn discard(&self, _pfns: &[u32]) {}
+
+    pub(crate) fn desc(&self, pfn: u32) -> &PageDesc {
+        &self.descs[pfn as usize]
+    }
+
+    pub(crate) fn pages_in_use(&self) -> usize {
+        self.pages_in_use.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn capacity_pages(&self) -> usize {
+        self.pages
+    }
+
+    /// Copies `dst.len()` bytes out of page `pfn` from `offset`.
+    ///
+    /// # Safety
+    /// The caller must hold a lock that excludes writers of this byte range
+    /// (the object's stripe lock, or the pool write lock).
+    pub(crate) unsafe fn read(&self, pfn: u32, offset: usize, dst: &mut [u8]) {
+        let src = self.byte_ptr(pfn, offset, dst.len());
+        // SAFETY: byte_ptr checked the range lies inside the mapping; the
+        // caller excludes concurrent writers; dst is a distinct Rust buffer.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// Copies `src` into page `pfn` at `offset`.
+    ///
+    /// # Safety
+    /// The caller must hold a lock that excludes all other access to this
+    /// byte range (the object's stripe lock for writing, or the pool write
+    /// lock).
+    pub(crate) unsafe fn write(&self, pfn: u32, offset: usize, src: &[u8]) {
+        let dst = self.byte_ptr(pfn, offset, src.len());
+        // SAFETY: as in `read`, with exclusive access held by the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+    }
+
+    fn byte_ptr(&self, pfn: u32, offset: usize, len: usize) -> *mut u8 {
+        assert!(
+            (pfn as usize) < self.pages && offset + len <= PAGE_SIZE,
+            "access outside page"
+        );
+        // SAFETY: the assert keeps the offset inside the mapping.
+        unsafe { self.base.add(pfn as usize * PAGE_SIZE + offset) }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        unmap_pages(self.base, self.pages);
+    }
+}
+
+#[cfg(not(loom))]
+fn map_pages(pages: usize) -> Result<*mut u8, Error> {
+    let len = pages
+        .checked_mul(PAGE_SIZE)
+        .ok_or_else(|| Error::Config("arena size overflows".into()))?;
+    // SAFETY: a fresh private anonymous mapping, no address hint, no fd; the
+    // result is checked for MAP_FAILED before use.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(Error::Mmap(std::io::Error::last_os_error()));
+    }
+    Ok(ptr.cast())
+}
+
+#[cfg(not(loom))]
+fn unmap_pages(base: *mut u8, pages: usize) {
+    // SAFETY: `base`/`pages` describe exactly the mapping made in map_pages,
+    // and the arena (its only user) is being dropped.
+    unsafe { libc::munmap(base.cast(), pages * PAGE_SIZE) };
+}
+
+#[cfg(not(loom))]
+fn new_descs(pages: usize) -> Box<[PageDesc]> {
+    let descs = Box::<[PageDesc]>::new_zeroed_slice(pages);
+    // SAFETY: PageDesc is two AtomicU64, for which all-zero bytes are a valid
+    // value (0 = "no owner"). A zeroed allocation of this size comes straight
+    // from the OS, so untouched descriptors cost no memory.
+    unsafe { descs.assume_init() }
+}
+
+#[cfg(loom)]
+fn map_pages(pages: usize) -> Result<*mut u8, Error> {
+    let layout = std::alloc::Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    // SAFETY: layout has non-zero size (pages > 0 is checked by the caller).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(Error::OutOfMemory);
+    }
+    Ok(ptr)
+}
+
+#[cfg(loom)]
+fn unmap_pages(base: *mut u8, pages: usize) {
+    let layout = std::alloc::Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE)
+        .expect("layout built in map_pages");
+    // SAFETY: allocated in map_pages with this same layout.
+    unsafe { std::alloc::dealloc(base, layout) }
+}
+
+#[cfg(loom)]
+fn new_descs(pages: usize) -> Box<[PageDesc]> {
+    (0..pages).map(|_| PageDesc::new()).collect()
+}

@@ -1,0 +1,258 @@
+//! Handles, encoded object locations, and the handle table.
+//!
+//! A [`Handle`] is what callers keep: `[generation:32 | slot:32]`. It names a
+//! slot in the [`HandleTable`]; the slot holds the object's current location
+//! as one atomic word, the kernel's `obj` value:
+//!
+//! ```text
+//!  63            32 31        24 23        12 11     0
+//! +----------------+------------+------------+--------+
+//! |      pfn       | class_idx  |  obj_idx   |  tags  |
+//! +----------------+------------+------------+--------+
+//! ```
+//!
+//! Migration (compaction) rewrites `pfn`/`obj_idx` but never `class_idx`, so a
+//! lockless read of the slot always yields the right size class (seed 001,
+//! patch 1). The generation is bumped each time the slot is freed, so stale
+//! or forged handles are detected instead of touching another object.
+
+use crate::class::ZS_MAX_OBJS_PER_ZSPAGE;
+use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::Mutex;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// An allocated object, as returned by [`crate::Pool::malloc`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(u64);
+
+impl Handle {
+    pub(crate) fn new(slot: u32, generation: u32) -> Self {
+        Self((u64::from(generation) << 32) | u64::from(slot))
+    }
+    /// The raw value, e.g. to keep in a packed index entry.
+    pub fn to_raw(self) -> u64 {
+        self.0
+    }
+    /// Rebuilds a handle from [`Handle::to_raw`]. Any value is accepted: a
+    /// value that names no live object is rejected by the pool's calls.
+    pub fn from_raw(raw: u64) -> Self {
+        Self(raw)
+    }
+    pub(crate) fn slot(self) -> u32 {
+        self.0 as u32
+    }
+    pub(crate) fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Handle(slot {}, gen {})", self.slot(), self.generation())
+    }
+}
+
+const TAG_BITS: u32 = 12;
+const OBJ_IDX_BITS: u32 = 12;
+const CLASS_BITS: u32 = 8;
+const PFN_SHIFT: u32 = TAG_BITS + OBJ_IDX_BITS + CLASS_BITS;
+/// Set in every live location, so 0 means "no object".
+const OBJ_ALLOCATED_TAG: u64 = 1;
+const _: () = assert!(ZS_MAX_OBJS_PER_ZSPAGE <= 1 << OBJ_IDX_BITS);
+const _: () = assert!(crate::class::ZS_SIZE_CLASSES <= 1 << CLASS_BITS);
+
+/// Where an object lives: the encoded `obj` value of seed 001.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ObjLocation(u64);
+
+impl ObjLocation {
+    pub(crate) fn new(pfn: u32, class_index: usize, obj_idx: usize) -> Self {
+        Self(
+            (u64::from(pfn) << PFN_SHIFT)
+                | ((class_index as u64) << (TAG_BITS + OBJ_IDX_BITS))
+                | ((obj_idx as u64) << TAG_BITS)
+                | OBJ_ALLOCATED_TAG,
+        )
+    }
+    pub(crate) fn decode(raw: u64) -> Option<Self> {
+        (raw & OBJ_ALLOCATED_TAG != 0).then_some(Self(raw))
+    }
+    /// Page (arena page frame number) holding the object's first byte.
+    pub fn pfn(self) -> u32 {
+        (self.0 >> PFN_SHIFT) as u32
+    }
+    /// The size class, invariant for the object's lifetime.
+    pub fn class_index(self) -> usize {
+        ((self.0 >> (TAG_BITS + OBJ_IDX_BITS)) & ((1 << CLASS_BITS) - 1)) as usize
+    }
+    /// Index of the object within its zspage.
+    pub fn obj_idx(self) -> usize {
+        ((self.0 >> TAG_BITS) & ((1 << OBJ_IDX_BITS) - 1)) as usize
+    }
+    pub(crate) fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+/// One handle slot: the location word and the generation of its tenant.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) generation: AtomicU32,
+    pub(crate) obj: AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Self {
+            generation: AtomicU32::new(0),
+            obj: AtomicU64::new(0),
+        }
+    }
+
+    /// The live location if `handle` is this slot's current tenant.
+    ///
+    /// Stable only while the lock of the object's class is held (or, for the
+    /// lockless first read of `free`, used only to pick which class to lock).
+    pub(crate) fn location(&self, handle: Handle) -> Option<ObjLocation> {
+        if self.generation.load(Ordering::Acquire) != handle.generation() {
+            return None;
+        }
+        ObjLocation::decode(self.obj.load(Ordering::Acquire))
+    }
+}
+
+const CHUNK_SLOTS: usize = if cfg!(loom) { 8 } else { 4096 };
+const SHARDS: usize = if cfg!(loom) { 1 } else { 32 };
+
+/// Slots in fixed chunks that never move, so a slot is read without a lock;
+/// free slot numbers are cached per shard (the per-cpu slab of the kernel's
+/// handle cache), so freeing handles does not bounce one shared lock.
+pub(crate) struct HandleTable {
+    chunks: Box<[OnceLock<Box<[Slot]>>]>,
+    next_unused: Mutex<u32>,
+    free_shards: Box<[Mutex<Vec<u32>>]>,
+    capacity: u32,
+}
+
+impl HandleTable {
+    pub(crate) fn new(capacity: usize) -> Self {
+        // Slot 0 is never handed out, so Handle::from_raw(0) is always invalid.
+        let capacity = capacity.clamp(2, u32::MAX as usize - 1);
+        let nchunks = capacity.div_ceil(CHUNK_SLOTS);
+        let chunks: Box<[OnceLock<Box<[Slot]>>]> = (0..nchunks).map(|_| OnceLock::new()).collect();
+        if cfg!(loom) {
+            // loom atomics must be created inside the model; do it eagerly.
+            for c in chunks.iter() {
+                c.get_or_init(Self::new_chunk);
+            }
+        }
+        Self {
+            chunks,
+            next_unused: Mutex::new(1),
+            free_shards: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
+            capacity: capacity as u32,
+        }
+    }
+
+    fn new_chunk() -> Box<[Slot]> {
+        (0..CHUNK_SLOTS).map(|_| Slot::new()).collect()
+    }
+
+    /// The slot `handle` names, if it is inside the table.
+    pub(crate) fn slot(&self, handle: Handle) -> Option<&Slot> {
+        self.slot_by_index(handle.slot())
+    }
+
+    pub(crate) fn slot_by_index(&self, index: u32) -> Option<&Slot> {
+        let index = index as usize;
+        let chunk = self.chunks.get(index / CHUNK_SLOTS)?.get()?;
+        chunk.get(index % CHUNK_SLOTS)
+    }
+
+    fn shard(&self) -> &Mutex<Vec<u32>> {
+        &self.free_shards[shard_index() % SHARDS]
+    }
+
+    /// Reserves a slot; returns the handle it will be known by.
+    pub(crate) fn alloc(&self) -> Option<Handle> {
+        let cached = self.shard().lock().pop();
+        let index = match cached.or_else(|| self.alloc_unused()) {
+            Some(index) => index,
+            None => self.free_shards.iter().find_map(|s| s.lock().pop())?,
+        };
+        let slot = self
+            .slot_by_index(index)
+            .expect("slot index handed out lies inside the table");
+        Some(Handle::new(index, slot.generation.load(Ordering::Acquire)))
+    }
+
+    fn alloc_unused(&self) -> Option<u32> {
+        let mut next = self.next_unused.lock();
+        if *next >= self.capacity {
+            return None;
+        }
+        let index = *next;
+        self.chunks[index as usize / CHUNK_SLOTS].get_or_init(Self::new_chunk);
+        *next += 1;
+        Some(index)
+    }
+
+    /// Returns a slot whose tenant was retired (generation already bumped).
+    pub(crate) fn release(&self, handle: Handle) {
+        self.shard().lock().push(handle.slot());
+    }
+
+    /// Slots handed out from fresh space (high-water mark), for stats.
+    pub(crate) fn slots_created(&self) -> usize {
+        (*self.next_unused.lock() - 1) as usize
+    }
+}
+
+#[cfg(not(loom))]
+fn shard_index() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: Cell<usize> = Cell::new(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    }
+    SHARD.with(Cell::get)
+}
+
+#[cfg(loom)]
+fn shard_index() -> usize {
+    0
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_round_trips_every_field() {
+        let loc = ObjLocation::new(0xdead_beef, 254, 1023);
+        assert_eq!(loc.pfn(), 0xdead_beef);
+        assert_eq!(loc.class_index(), 254);
+        assert_eq!(loc.obj_idx(), 1023);
+        assert_eq!(ObjLocation::decode(loc.raw()), Some(loc));
+        assert_eq!(ObjLocation::decode(0), None);
+    }
+
+    #[test]
+    fn table_reuses_slots_and_never_hands_out_slot_zero() {
+        let t = HandleTable::new(3);
+        let a = t.alloc().unwrap();
+        let b = t.alloc().unwrap();
+        assert_ne!(a.slot(), 0);
+        assert_ne!(b.slot(), 0);
+        assert_ne!(a.slot(), b.slot());
+        assert!(t.alloc().is_none(), "capacity 3 holds slots 1 and 2 only");
+        t.slot(a).unwrap().generation.fetch_add(1, Ordering::AcqRel);
+        t.release(a);
+        let c = t.alloc().unwrap();
+        assert_eq!(c.slot(), a.slot());
+        assert_ne!(c.generation(), a.generation());
+        assert!(t.slot(Handle::from_raw(u64::from(u32::MAX))).is_none());
+    }
+}

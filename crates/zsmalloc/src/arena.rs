@@ -74,7 +74,10 @@ impl PageDesc {
 }
 
 struct FreeList {
-    free: Vec<u32>,
+    /// Released pages whose memory is still resident, oldest first.
+    hot: Vec<u32>,
+    /// Released pages whose memory was returned to the OS.
+    cold: Vec<u32>,
     next_unused: u32,
 }
 
@@ -85,7 +88,9 @@ pub(crate) struct Arena {
     descs: Box<[PageDesc]>,
     free: Mutex<FreeList>,
     pages_in_use: AtomicUsize,
-    release_to_os: bool,
+    /// Most free pages kept resident; `usize::MAX` keeps all of them.
+    hot_limit: usize,
+    pages_discarded: AtomicUsize,
 }
 
 // SAFETY: `base` points to memory owned by the arena for its whole life. The
@@ -97,7 +102,9 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    pub(crate) fn new(pages: usize, release_to_os: bool) -> Result<Self, Error> {
+    /// An arena of `pages` pages keeping at most `hot_limit` free pages
+    /// resident (`None`: never give memory back).
+    pub(crate) fn new(pages: usize, hot_limit: Option<usize>) -> Result<Self, Error> {
         if pages == 0 || pages >= NO_PFN as usize {
             return Err(Error::Config(format!("arena of {pages} pages")));
         }
@@ -107,47 +114,71 @@ impl Arena {
             pages,
             descs: new_descs(pages),
             free: Mutex::new(FreeList {
-                free: Vec::new(),
+                hot: Vec::new(),
+                cold: Vec::new(),
                 next_unused: 0,
             }),
             pages_in_use: AtomicUsize::new(0),
-            release_to_os,
+            hot_limit: hot_limit.unwrap_or(usize::MAX),
+            pages_discarded: AtomicUsize::new(0),
         })
     }
 
     /// Takes `n` pages, or none if the arena cannot supply all of them.
+    /// Resident pages go first (newest first), then returned, then fresh.
     pub(crate) fn alloc_pages(&self, n: usize) -> Option<Vec<u32>> {
         let mut list = self.free.lock();
         let fresh = self.pages - list.next_unused as usize;
-        if list.free.len() + fresh < n {
+        if list.hot.len() + list.cold.len() + fresh < n {
             return None;
         }
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
-            match list.free.pop() {
-                Some(pfn) => out.push(pfn),
+            let pfn = match list.hot.pop().or_else(|| list.cold.pop()) {
+                Some(pfn) => pfn,
                 None => {
-                    out.push(list.next_unused);
                     list.next_unused += 1;
+                    list.next_unused - 1
                 }
-            }
+            };
+            out.push(pfn);
         }
         drop(list);
         self.pages_in_use.fetch_add(n, Ordering::Relaxed);
         Some(out)
     }
 
-    /// Gives pages back: their descriptors are cleared, their memory returned
-    /// to the OS, and then they become allocatable again.
+    /// Gives pages back: their descriptors are cleared and they become
+    /// allocatable again; past the hot watermark the oldest free pages'
+    /// memory is returned to the OS.
     pub(crate) fn release_pages(&self, pfns: &[u32]) {
         for &pfn in pfns {
             self.desc(pfn).clear();
         }
-        if self.release_to_os {
-            self.discard(pfns);
-        }
-        self.free.lock().free.extend_from_slice(pfns);
+        let mut list = self.free.lock();
+        list.hot.extend_from_slice(pfns);
         self.pages_in_use.fetch_sub(pfns.len(), Ordering::Relaxed);
+        if list.hot.len() <= self.hot_limit {
+            return;
+        }
+        // Trim to half the limit, so the next discard is a batch too.
+        let excess = list.hot.len() - self.hot_limit / 2;
+        let batch: Vec<u32> = list.hot.drain(..excess).collect();
+        drop(list);
+        self.discard(&batch);
+        self.pages_discarded
+            .fetch_add(batch.len(), Ordering::Relaxed);
+        self.free.lock().cold.extend_from_slice(&batch);
+    }
+
+    /// Free pages whose memory is still resident.
+    pub(crate) fn hot_pages(&self) -> usize {
+        self.free.lock().hot.len()
+    }
+
+    /// Pages whose memory was returned to the OS so far.
+    pub(crate) fn pages_discarded(&self) -> usize {
+        self.pages_discarded.load(Ordering::Relaxed)
     }
 
     #[cfg(not(loom))]
@@ -293,4 +324,56 @@ fn unmap_pages(base: *mut u8, pages: usize) {
 #[cfg(loom)]
 fn new_descs(pages: usize) -> Box<[PageDesc]> {
     (0..pages).map(|_| PageDesc::new()).collect()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn fill(arena: &Arena, pfn: u32, byte: u8) {
+        // SAFETY: single-threaded test; nobody else touches the page.
+        unsafe { arena.write(pfn, 0, &[byte; PAGE_SIZE]) };
+    }
+
+    fn first_byte(arena: &Arena, pfn: u32) -> u8 {
+        let mut b = [0u8; 1];
+        // SAFETY: single-threaded test.
+        unsafe { arena.read(pfn, 0, &mut b) };
+        b[0]
+    }
+
+    #[test]
+    fn pages_past_the_watermark_go_back_to_the_os() {
+        let arena = Arena::new(64, Some(4)).unwrap();
+        let pages = arena.alloc_pages(10).unwrap();
+        for &p in &pages {
+            fill(&arena, p, 0xaa);
+        }
+        arena.release_pages(&pages);
+        assert_eq!(arena.pages_in_use(), 0);
+        // 10 > 4: trimmed to 2 resident, the 8 oldest discarded.
+        assert_eq!(arena.hot_pages(), 2);
+        assert_eq!(arena.pages_discarded(), 8);
+        let zeroed = pages
+            .iter()
+            .filter(|&&p| first_byte(&arena, p) == 0)
+            .count();
+        assert_eq!(
+            zeroed, 8,
+            "MADV_DONTNEED dropped the discarded pages' contents"
+        );
+        // Resident pages are reused first.
+        let again = arena.alloc_pages(2).unwrap();
+        assert!(again.iter().all(|&p| first_byte(&arena, p) == 0xaa));
+    }
+
+    #[test]
+    fn no_limit_keeps_every_page_resident() {
+        let arena = Arena::new(8, None).unwrap();
+        let pages = arena.alloc_pages(8).unwrap();
+        assert!(arena.alloc_pages(1).is_none(), "arena exhausted");
+        arena.release_pages(&pages);
+        assert_eq!((arena.hot_pages(), arena.pages_discarded()), (8, 0));
+        assert_eq!(arena.alloc_pages(8).map(|v| v.len()), Some(8));
+    }
 }

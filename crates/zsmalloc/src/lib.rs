@@ -78,6 +78,8 @@ pub enum Error {
     InvalidHandle(Handle),
     #[error("{len} bytes do not fit in an object of {capacity} bytes")]
     TooLong { len: usize, capacity: usize },
+    #[error("no size class has index {0}")]
+    InvalidClass(usize),
     #[error("the pool's arena is full")]
     OutOfMemory,
     #[error("the pool's handle table is full")]

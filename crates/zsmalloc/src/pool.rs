@@ -41,8 +41,11 @@ pub struct Config {
     pub max_handles: usize,
     pub free_path: FreePath,
     pub page_release: PageRelease,
-    /// Return freed pages' memory to the OS (`MADV_DONTNEED`).
-    pub release_to_os: bool,
+    /// Free pages kept resident for reuse (the per-cpu page lists); above
+    /// this, free pages' memory goes back to the OS (`MADV_DONTNEED`) in
+    /// batches. `None` never gives memory back; `Some(0)` gives back at
+    /// every release.
+    pub free_page_cache: Option<usize>,
 }
 
 impl Default for Config {
@@ -53,6 +56,8 @@ impl Default for Config {
 
 impl Config {
     const DEFAULT_ARENA: usize = 16 << 30;
+    /// 2 MiB of free pages stay resident.
+    pub const DEFAULT_FREE_PAGE_CACHE: usize = 512;
 
     /// Mainline zsmalloc before seed 001 (the "Base" column).
     pub fn baseline() -> Self {
@@ -61,7 +66,7 @@ impl Config {
             max_handles: 64 << 20,
             free_path: FreePath::PoolLock,
             page_release: PageRelease::UnderClassLock,
-            release_to_os: true,
+            free_page_cache: Some(Self::DEFAULT_FREE_PAGE_CACHE),
         }
     }
 
@@ -105,6 +110,10 @@ pub struct PoolStats {
     pub deferred_frees: usize,
     /// Allocator metadata outside the arena (zspage records, handle slots).
     pub metadata_bytes: usize,
+    /// Free pages whose memory is still resident (reused before fresh pages).
+    pub free_pages_resident: usize,
+    /// Pages whose memory was given back to the OS so far.
+    pub pages_discarded: usize,
     pub classes: Vec<ClassStats>,
 }
 
@@ -255,7 +264,7 @@ impl Pool {
     /// Creates a pool, reserving `config.arena_bytes` of address space.
     pub fn new(config: Config) -> Result<Self, Error> {
         let pages = config.arena_bytes / PAGE_SIZE;
-        let arena = Arena::new(pages, config.release_to_os)?;
+        let arena = Arena::new(pages, config.free_page_cache)?;
         if config.max_handles == 0 {
             return Err(Error::Config("max_handles must be at least 1".into()));
         }
@@ -597,17 +606,37 @@ impl Pool {
     /// emptied zspages (kernel: `zs_compact`). Runs concurrently with
     /// `malloc` and `free`; locks are dropped between zspage pairs.
     pub fn compact(&self) -> CompactStats {
-        self.free_deferred();
         let mut total = CompactStats::default();
-        for pos in 0..self.classes.len() {
-            while let Some(step) = self.compact_step(pos) {
-                total.objs_migrated += step.objs_migrated;
-                total.pages_freed += step.pages_freed;
-            }
+        for spec in self.table.specs.iter() {
+            let done = self
+                .compact_class(spec.index)
+                .expect("index of a listed class");
+            total.objs_migrated += done.objs_migrated;
+            total.pages_freed += done.pages_freed;
+        }
+        total
+    }
+
+    /// Compacts one size class, named by its encoded index
+    /// ([`ClassSpec::index`]).
+    pub fn compact_class(&self, class_index: usize) -> Result<CompactStats, Error> {
+        let pos = self
+            .table
+            .position_of_index(class_index)
+            .ok_or(Error::InvalidClass(class_index))?;
+        let mut total = CompactStats::default();
+        let mut inner = self.classes[pos].inner.lock();
+        let detached = self.detach_empty(&mut inner);
+        drop(inner);
+        total.pages_freed += detached.as_ref().map_or(0, Vec::len);
+        self.release(detached);
+        while let Some(step) = self.compact_step(pos) {
+            total.objs_migrated += step.objs_migrated;
+            total.pages_freed += step.pages_freed;
         }
         self.pages_compacted
             .fetch_add(total.pages_freed, Ordering::Relaxed);
-        total
+        Ok(total)
     }
 
     /// One source/destination pair of one class; `None` when nothing to do.
@@ -714,6 +743,8 @@ impl Pool {
             pages_compacted: self.pages_compacted.load(Ordering::Relaxed),
             deferred_frees: self.deferred_frees.load(Ordering::Relaxed),
             metadata_bytes,
+            free_pages_resident: self.arena.hot_pages(),
+            pages_discarded: self.arena.pages_discarded(),
             classes,
         }
     }

@@ -227,6 +227,25 @@ fn full_arena_is_an_error_not_a_crash() {
 }
 
 #[test]
+fn freed_memory_goes_back_to_the_os_past_the_cache() {
+    let cfg = Config {
+        free_page_cache: Some(16),
+        ..Config::seed001().with_arena_bytes(64 << 20)
+    };
+    let pool = Pool::new(cfg).unwrap();
+    let handles: Vec<Handle> = (0..2000).map(|_| pool.malloc(3000).unwrap()).collect();
+    let used = pool.stats().pages_allocated;
+    assert!(used > 1000);
+    for h in handles {
+        pool.free(h).unwrap();
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.pages_allocated, 0);
+    assert!(stats.free_pages_resident <= 16, "{stats:?}");
+    assert_eq!(stats.pages_discarded + stats.free_pages_resident, used);
+}
+
+#[test]
 fn class_index_is_encoded_in_the_location() {
     let pool = small_pool(FreePath::ClassLockOnly, PageRelease::AfterClassUnlock);
     for size in [1, 32, 33, 100, 1000, 3000, 4096] {

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test suite: every crate's unit, model-based and stress tests, then the
+# loom model of zsmalloc's free-vs-migration protocol.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test (workspace) =="
+cargo test --workspace --locked
+
+echo "== loom: zsmalloc free racing compaction, reader racing free =="
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom \
+    cargo test --locked -p zsmalloc --test loom --release

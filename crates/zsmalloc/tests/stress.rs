@@ -93,3 +93,95 @@ fn stress_lockless_free_with_compaction() {
 fn stress_pool_lock_free_with_compaction() {
     stress(FreePath::PoolLock, PageRelease::UnderClassLock);
 }
+
+/// Readers read handles that other threads free at the same moment: every
+/// read returns the object's own bytes or `InvalidHandle`, never another
+/// object's bytes, and emptied zspages a reader holds are released later.
+#[test]
+fn readers_racing_frees_of_the_same_objects() {
+    use parking_lot::Mutex;
+    use zsmalloc::Error;
+
+    let pool = Arc::new(Pool::new(Config::seed001().with_arena_bytes(64 << 20)).unwrap());
+    let published: Arc<Mutex<Vec<(Handle, u64, usize)>>> = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2u64)
+        .map(|r| {
+            let (pool, published, stop) = (pool.clone(), published.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(100 + r);
+                let (mut ok, mut gone) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let pick = {
+                        let list = published.lock();
+                        (!list.is_empty()).then(|| list[rng.gen_range(0..list.len())])
+                    };
+                    let Some((h, tag, size)) = pick else { continue };
+                    let mut buf = vec![0; size];
+                    match pool.read(h, &mut buf) {
+                        Ok(()) => {
+                            assert_eq!(
+                                buf,
+                                fill(size, tag),
+                                "a read returned another object's bytes"
+                            );
+                            ok += 1;
+                        }
+                        Err(Error::InvalidHandle(_)) => gone += 1,
+                        Err(e) => panic!("unexpected error {e}"),
+                    }
+                }
+                (ok, gone)
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (pool, published) = (pool.clone(), published.clone());
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(t);
+                for i in 0..30_000u64 {
+                    let size = rng.gen_range(1000..=4096);
+                    let tag = (t << 32) | i;
+                    let h = pool.malloc(size).unwrap();
+                    pool.write(h, &fill(size, tag)).unwrap();
+                    let victim = {
+                        let mut list = published.lock();
+                        list.push((h, tag, size));
+                        let n = list.len();
+                        (n > 64).then(|| list.swap_remove(rng.gen_range(0..n)))
+                    };
+                    if let Some((v, _, _)) = victim {
+                        // Readers may still hold v's handle: their reads must fail cleanly.
+                        pool.free(v).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (mut ok, mut gone) = (0, 0);
+    for r in readers {
+        let (o, g) = r.join().unwrap();
+        ok += o;
+        gone += g;
+    }
+    assert!(ok > 0, "readers saw live objects");
+    for (h, _, _) in published.lock().drain(..) {
+        pool.free(h).unwrap();
+    }
+    pool.free_deferred();
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.objs_inuse, stats.pages_allocated),
+        (0, 0),
+        "{stats:?}"
+    );
+    eprintln!(
+        "reads: {ok} whole, {gone} of freed handles; deferred frees: {}",
+        stats.deferred_frees
+    );
+}

@@ -106,7 +106,8 @@ pub struct PoolStats {
     pub objs_allocated: usize,
     pub objs_inuse: usize,
     pub pages_compacted: usize,
-    /// Emptied zspages whose release had to wait because a reader held them.
+    /// Times the release of an emptied zspage was put off because a reader
+    /// held it (the zspage is retried by later frees and compaction).
     pub deferred_frees: usize,
     /// Allocator metadata outside the arena (zspage records, handle slots).
     pub metadata_bytes: usize,

@@ -8,6 +8,7 @@
 //! Timing rules: every ratio is measured side by side in one run, with the
 //! variants interleaved rep by rep, and the median of the reps is reported.
 
+pub mod compression;
 pub mod density;
 pub mod progress;
 pub mod sizes;
@@ -20,6 +21,8 @@ pub use progress::Progress;
 pub enum BenchError {
     #[error("zsmalloc: {0}")]
     Pool(#[from] zsmalloc::Error),
+    #[error("corpus: {0}")]
+    Corpus(#[from] compress::corpus::CorpusError),
     #[error("invalid parameters: {0}")]
     Params(String),
 }

@@ -4,8 +4,10 @@
 //! experiment and the density report, with built-in parameters.
 
 use clap::{Args, Parser, Subcommand};
+use compress::corpus::Corpus;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use uzswap_bench::{density, zsfree, BenchError, Progress};
+use uzswap_bench::{compression, density, zsfree, BenchError, Progress};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -23,6 +25,36 @@ enum Command {
     /// Run one of the seeds' experiments.
     #[command(subcommand)]
     Bench(Bench),
+    /// Page corpora: capture real processes' memory.
+    #[command(subcommand)]
+    Corpus(CorpusCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum CorpusCmd {
+    /// Add a process's resident anonymous pages to a corpus file.
+    Capture(CaptureArgs),
+    /// List a corpus file's groups.
+    Show {
+        /// The corpus file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+struct CaptureArgs {
+    /// Process to read (needs ptrace access: same user or root).
+    #[arg(long)]
+    pid: u32,
+    /// Most pages to take, spread evenly over the process's memory.
+    #[arg(long, default_value_t = 256)]
+    pages: usize,
+    /// Group label; default `anon:<command name>`.
+    #[arg(long)]
+    label: Option<String>,
+    /// Corpus file to create, or to extend if it exists.
+    #[arg(long, short)]
+    out: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -31,6 +63,31 @@ enum Bench {
     Zsfree(ZsFreeArgs),
     /// Bytes per object the pool costs: filled, fragmented, compacted.
     Density(DensityArgs),
+    /// Compressors on a page corpus: GB/s, ratio, batched vs sequential.
+    Compress(CompressArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompressArgs {
+    /// Corpus file (default: the built-in sample plus synthetic classes).
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// Compressors, comma-separated (lz4, lzo, zstd[:N], deflate[:N]).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lz4,zstd:3,deflate:6,lzo"
+    )]
+    compressors: Vec<compress::Algorithm>,
+    /// Worker threads of the batching backend.
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Milliseconds per measurement.
+    #[arg(long, default_value_t = 300)]
+    ms: u64,
+    /// Repetitions of each batching measurement (median reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
 }
 
 #[derive(Args, Debug)]
@@ -63,6 +120,9 @@ fn main() -> ExitCode {
         None => default_job(),
         Some(Command::Bench(Bench::Zsfree(a))) => bench_zsfree(&a),
         Some(Command::Bench(Bench::Density(a))) => bench_density(&a),
+        Some(Command::Bench(Bench::Compress(a))) => bench_compress(&a),
+        Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
+        Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -119,5 +179,69 @@ fn bench_density(a: &DensityArgs) -> Result<(), BenchError> {
     progress.finish();
     println!("pool density, {} MiB of typical compressed objects", a.mib);
     println!("{}", density::table(&rows));
+    Ok(())
+}
+
+fn bench_compress(a: &CompressArgs) -> Result<(), BenchError> {
+    let corpus = match &a.corpus {
+        Some(path) => Corpus::load(path)?,
+        None => Corpus::sample()?,
+    };
+    let mut params = compression::CompressParams {
+        algorithms: a.compressors.clone(),
+        min_time: std::time::Duration::from_millis(a.ms),
+        reps: a.reps,
+        ..compression::CompressParams::default()
+    };
+    if let Some(w) = a.workers {
+        params.parallel.workers = w;
+    }
+    let progress = Progress::new("bench compress", (params.algorithms.len() * 2) as u64);
+    let report = compression::run(&corpus, &params, &progress)?;
+    progress.finish();
+    let groups: Vec<String> = corpus
+        .groups
+        .iter()
+        .map(|g| format!("{} ({})", g.label, g.len()))
+        .collect();
+    println!("corpus: {} pages: {}", report.pages, groups.join(", "));
+    println!("one thread; incompressible pages count as 4096 B (stored raw)");
+    println!("{}\n", report.codec_table());
+    println!(
+        "zswap store pattern: batches of {} pages, submit + wait",
+        compress::ZSWAP_MAX_BATCH_SIZE
+    );
+    println!("{}", report.batching_table());
+    Ok(())
+}
+
+fn corpus_capture(a: &CaptureArgs) -> Result<(), BenchError> {
+    let label = a.label.clone().unwrap_or_else(|| {
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", a.pid)).unwrap_or_default();
+        format!("anon:{}", comm.trim())
+    });
+    let group = Corpus::capture(a.pid, a.pages, &label)?;
+    let mut corpus = if a.out.exists() {
+        Corpus::load(&a.out)?
+    } else {
+        Corpus::default()
+    };
+    eprintln!(
+        "captured {} pages of process {} as {:?}",
+        group.len(),
+        a.pid,
+        group.label
+    );
+    corpus.groups.push(group);
+    corpus.save(&a.out)?;
+    corpus_show(&a.out)
+}
+
+fn corpus_show(file: &std::path::Path) -> Result<(), BenchError> {
+    let corpus = Corpus::load(file)?;
+    println!("{}: {} pages", file.display(), corpus.page_count());
+    for g in &corpus.groups {
+        println!("  {:<24} {:>6} pages", g.label, g.len());
+    }
     Ok(())
 }

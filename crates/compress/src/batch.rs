@@ -1,0 +1,123 @@
+//! Batches: the pages (or compressed objects) of one request with their
+//! output buffers and per-item results. A batch owns every buffer, so it can
+//! travel to a worker or a device and back, and is reused across requests.
+
+use crate::{CompressError, DST_BUF_SIZE, PAGE_SIZE};
+
+/// What a batch asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Compress,
+    Decompress,
+}
+
+/// One page in, one buffer out.
+#[derive(Debug, Default)]
+pub(crate) struct BatchItem {
+    pub(crate) src: Vec<u8>,
+    pub(crate) dst: Vec<u8>,
+    /// Decompression: the length the output must have.
+    pub(crate) expected: usize,
+    pub(crate) result: Option<Result<usize, CompressError>>,
+}
+
+/// A request of up to any number of pages (zswap uses up to
+/// [`crate::ZSWAP_MAX_BATCH_SIZE`]).
+#[derive(Debug)]
+pub struct Batch {
+    op: Op,
+    items: Vec<BatchItem>,
+    len: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self::new(Op::Compress)
+    }
+}
+
+impl Batch {
+    pub fn new(op: Op) -> Self {
+        Self {
+            op,
+            items: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Empties the batch for reuse, keeping its buffers.
+    pub fn reset(&mut self, op: Op) {
+        self.op = op;
+        self.len = 0;
+    }
+
+    pub fn op(&self) -> Op {
+        self.op
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn next_item(&mut self) -> &mut BatchItem {
+        if self.len == self.items.len() {
+            self.items.push(BatchItem {
+                dst: vec![0; DST_BUF_SIZE],
+                ..BatchItem::default()
+            });
+        }
+        self.len += 1;
+        let item = &mut self.items[self.len - 1];
+        item.result = None;
+        item
+    }
+
+    /// Adds a page to compress (a compress batch). Returns its index.
+    pub fn push_page(&mut self, page: &[u8]) -> usize {
+        debug_assert_eq!(self.op, Op::Compress);
+        let item = self.next_item();
+        item.src.clear();
+        item.src.extend_from_slice(page);
+        item.expected = 0;
+        if page.len() > PAGE_SIZE {
+            item.result = Some(Err(CompressError::TooLarge(page.len())));
+        }
+        self.len - 1
+    }
+
+    /// Adds compressed data that must decompress to `expected` bytes.
+    pub fn push_compressed(&mut self, data: &[u8], expected: usize) -> usize {
+        debug_assert_eq!(self.op, Op::Decompress);
+        let item = self.next_item();
+        item.src.clear();
+        item.src.extend_from_slice(data);
+        item.expected = expected;
+        if expected > DST_BUF_SIZE {
+            item.result = Some(Err(CompressError::TooLarge(expected)));
+        }
+        self.len - 1
+    }
+
+    /// Item `i`'s output: the compressed bytes, or the decompressed page.
+    pub fn output(&self, i: usize) -> Result<&[u8], CompressError> {
+        let item = self.items[..self.len].get(i).ok_or(CompressError::NotRun)?;
+        match &item.result {
+            Some(Ok(n)) => Ok(&item.dst[..*n]),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(CompressError::NotRun),
+        }
+    }
+
+    /// Item `i`'s input.
+    pub fn input(&self, i: usize) -> &[u8] {
+        &self.items[..self.len][i].src
+    }
+
+    pub(crate) fn items_mut(&mut self) -> &mut [BatchItem] {
+        &mut self.items[..self.len]
+    }
+}

@@ -1,0 +1,237 @@
+//! Per-page codecs: the algorithms, each with its per-context state (the
+//! kernel's per-cpu `acomp_ctx`). A [`Codec`] is driven by a
+//! [`crate::Sequential`] or [`crate::Parallel`] compressor, never directly
+//! by zswap.
+
+use crate::{Algorithm, CompressError, PAGE_SIZE};
+use std::fmt;
+
+/// One compression algorithm, usable from many threads, with a context per
+/// thread of work.
+pub trait Codec: Send + Sync + fmt::Debug + 'static {
+    /// Scratch state one compression or decompression needs.
+    type Ctx: Send;
+
+    fn algorithm(&self) -> Algorithm;
+
+    fn new_ctx(&self) -> Self::Ctx;
+
+    /// Compresses `src` into `dst`, returning the compressed length. `dst`
+    /// is at least [`crate::DST_BUF_SIZE`] bytes.
+    fn compress(
+        &self,
+        ctx: &mut Self::Ctx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError>;
+
+    /// Decompresses `src` into `dst`, returning the decompressed length.
+    /// Corrupt input gives [`CompressError::Corrupt`], never a panic.
+    fn decompress(
+        &self,
+        ctx: &mut Self::Ctx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError>;
+}
+
+fn failed(algorithm: Algorithm, msg: impl fmt::Display) -> CompressError {
+    CompressError::Failed {
+        algorithm: algorithm.to_string(),
+        msg: msg.to_string(),
+    }
+}
+
+fn corrupt(algorithm: Algorithm, msg: impl fmt::Display) -> CompressError {
+    CompressError::Corrupt {
+        algorithm: algorithm.to_string(),
+        msg: msg.to_string(),
+    }
+}
+
+/// LZ4 block format (lz4_flex, bounds-checked encoder and decoder).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lz4;
+
+impl Codec for Lz4 {
+    type Ctx = ();
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Lz4
+    }
+    fn new_ctx(&self) {}
+    fn compress(&self, _: &mut (), src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
+        lz4_flex::block::compress_into(src, dst).map_err(|e| failed(Algorithm::Lz4, e))
+    }
+    fn decompress(&self, _: &mut (), src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
+        lz4_flex::block::decompress_into(src, dst).map_err(|e| corrupt(Algorithm::Lz4, e))
+    }
+}
+
+/// Zstandard at a level (the kernel's zswap uses level 3 by default).
+#[derive(Debug, Clone, Copy)]
+pub struct Zstd {
+    pub level: i32,
+}
+
+/// A zstd compression and decompression context.
+pub struct ZstdCtx {
+    c: zstd::bulk::Compressor<'static>,
+    d: zstd::bulk::Decompressor<'static>,
+}
+
+impl Codec for Zstd {
+    type Ctx = Option<ZstdCtx>;
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Zstd(self.level)
+    }
+    fn new_ctx(&self) -> Option<ZstdCtx> {
+        // Context creation only fails on allocation failure; report it per
+        // call instead of panicking here.
+        Some(ZstdCtx {
+            c: zstd::bulk::Compressor::new(self.level).ok()?,
+            d: zstd::bulk::Decompressor::new().ok()?,
+        })
+    }
+    fn compress(
+        &self,
+        ctx: &mut Option<ZstdCtx>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        let ctx = ctx
+            .as_mut()
+            .ok_or_else(|| failed(self.algorithm(), "no zstd context"))?;
+        ctx.c
+            .compress_to_buffer(src, dst)
+            .map_err(|e| failed(self.algorithm(), e))
+    }
+    fn decompress(
+        &self,
+        ctx: &mut Option<ZstdCtx>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        let ctx = ctx
+            .as_mut()
+            .ok_or_else(|| failed(self.algorithm(), "no zstd context"))?;
+        ctx.d
+            .decompress_to_buffer(src, dst)
+            .map_err(|e| corrupt(self.algorithm(), e))
+    }
+}
+
+/// Raw DEFLATE (libdeflate) at a level 1..=12.
+#[derive(Debug, Clone, Copy)]
+pub struct Deflate {
+    pub level: i32,
+}
+
+/// A libdeflate compressor and decompressor.
+pub struct DeflateCtx {
+    c: Option<libdeflater::Compressor>,
+    d: libdeflater::Decompressor,
+}
+
+impl Codec for Deflate {
+    type Ctx = DeflateCtx;
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Deflate(self.level)
+    }
+    fn new_ctx(&self) -> DeflateCtx {
+        let c = libdeflater::CompressionLvl::new(self.level)
+            .ok()
+            .map(libdeflater::Compressor::new);
+        DeflateCtx {
+            c,
+            d: libdeflater::Decompressor::new(),
+        }
+    }
+    fn compress(
+        &self,
+        ctx: &mut DeflateCtx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        let c = ctx
+            .c
+            .as_mut()
+            .ok_or_else(|| failed(self.algorithm(), "level outside 1..=12"))?;
+        c.deflate_compress(src, dst)
+            .map_err(|e| failed(self.algorithm(), e))
+    }
+    fn decompress(
+        &self,
+        ctx: &mut DeflateCtx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        ctx.d
+            .deflate_decompress(src, dst)
+            .map_err(|e| corrupt(self.algorithm(), e))
+    }
+}
+
+/// LZO1X (lzokay, MIT), the format of the kernel's `lzo`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lzo;
+
+impl Codec for Lzo {
+    type Ctx = Box<lzokay::compress::Dict>;
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Lzo
+    }
+    fn new_ctx(&self) -> Self::Ctx {
+        lzokay::compress::Dict::new()
+    }
+    fn compress(
+        &self,
+        ctx: &mut Self::Ctx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        lzokay::compress::compress_no_alloc(src, dst, ctx).map_err(|e| failed(Algorithm::Lzo, e))
+    }
+    fn decompress(
+        &self,
+        _: &mut Self::Ctx,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        lzokay::decompress::decompress(src, dst).map_err(|e| corrupt(Algorithm::Lzo, e))
+    }
+}
+
+/// Compresses one page with the kernel's rule: output that is not smaller
+/// than a page is [`CompressError::Incompressible`].
+pub(crate) fn compress_page<C: Codec>(
+    codec: &C,
+    ctx: &mut C::Ctx,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<usize, CompressError> {
+    let n = codec.compress(ctx, src, dst)?;
+    if n >= src.len().min(PAGE_SIZE) {
+        return Err(CompressError::Incompressible(n));
+    }
+    Ok(n)
+}
+
+/// Decompresses and checks the length is the one the caller expects.
+pub(crate) fn decompress_exact<C: Codec>(
+    codec: &C,
+    ctx: &mut C::Ctx,
+    src: &[u8],
+    dst: &mut [u8],
+    expected: usize,
+) -> Result<usize, CompressError> {
+    let room = dst.len();
+    let out = dst.get_mut(..expected).ok_or(CompressError::WrongLength {
+        got: room,
+        expected,
+    })?;
+    let n = codec.decompress(ctx, src, out)?;
+    if n != expected {
+        return Err(CompressError::WrongLength { got: n, expected });
+    }
+    Ok(n)
+}

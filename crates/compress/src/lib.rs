@@ -1,0 +1,237 @@
+//! # compress — page compressors with one batch API (the kernel's crypto acomp)
+//!
+//! zswap compresses pages through a [`Compressor`]. Every compressor takes
+//! a [`Batch`] of pages. One code path serves both kinds (seed 004):
+//!
+//! * **sequential** compressors ([`Sequential`]: lz4, zstd, deflate, lzo)
+//!   report `batch_size() == 1` and compress a batch one page at a time in
+//!   the caller, like the kernel's software compressors;
+//! * **batching** compressors ([`Parallel`]) report `batch_size() > 1` and
+//!   compress a batch's pages in parallel. [`Compressor::submit`] returns at
+//!   once with a [`Pending`] that the caller polls (seed 003's async poll
+//!   mode). It is the accelerator case, run on worker threads.
+//!
+//! ## Errors (as zswap sees them)
+//!
+//! * [`CompressError::Incompressible`]: the output is not smaller than the
+//!   page. zswap stores the page raw if writeback is allowed, else rejects it
+//!   (`reject_compress_poor`).
+//! * [`CompressError::Failed`]: the algorithm failed (`reject_compress_fail`).
+//! * [`CompressError::Corrupt`] / [`CompressError::WrongLength`]: compressed
+//!   data that does not decode to the expected page. It is never a panic and
+//!   never a write outside the output buffer.
+//! * [`CompressError::VerifyFailed`]: verify-after-compress found a mismatch.
+//!
+//! ## Invariants
+//!
+//! 1. After [`Compressor::run`] or a completed [`Pending`], every item of
+//!    the batch has a result. `Ok(n)` means `output(i)` holds `n` valid
+//!    bytes; for decompression `n` is the expected length.
+//! 2. A [`Batch`] owns all its buffers, so a backend may move it to another
+//!    thread or a device and back. Buffers are reused across batches.
+//! 3. Whatever the backend, the bytes produced for a page are the ones its
+//!    codec produces in the caller: parallelism changes when, not what.
+//!
+//! ## Adding a backend (e.g. a GPU)
+//!
+//! Implement [`Compressor`]: take the batch in `submit`, return a
+//! [`Pending`] built with [`Pending::in_flight`], and complete it from the
+//! device's completion path. Callers do not change.
+
+mod batch;
+pub mod codec;
+pub mod corpus;
+mod parallel;
+mod sequential;
+
+pub use batch::{Batch, Op};
+pub use codec::{Codec, Deflate, Lz4, Lzo, Zstd};
+pub use parallel::{Parallel, ParallelConfig};
+pub use sequential::Sequential;
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Bytes in a page.
+pub const PAGE_SIZE: usize = 4096;
+/// zswap's largest compression batch (`ZSWAP_MAX_BATCH_SIZE`).
+pub const ZSWAP_MAX_BATCH_SIZE: usize = 8;
+/// Size of each output buffer: two pages, as zswap allocates, so no
+/// algorithm's worst case overruns it.
+pub const DST_BUF_SIZE: usize = 2 * PAGE_SIZE;
+
+/// Why a page could not be compressed or decompressed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompressError {
+    #[error("page does not compress: {0} bytes out")]
+    Incompressible(usize),
+    #[error("{algorithm} compression failed: {msg}")]
+    Failed { algorithm: String, msg: String },
+    #[error("corrupt {algorithm} data: {msg}")]
+    Corrupt { algorithm: String, msg: String },
+    #[error("decompressed {got} bytes, expected {expected}")]
+    WrongLength { got: usize, expected: usize },
+    #[error("verify after compress: output does not decompress to the input")]
+    VerifyFailed,
+    #[error("input of {0} bytes is larger than a page")]
+    TooLarge(usize),
+    #[error("item was not processed")]
+    NotRun,
+}
+
+/// A compression algorithm and its level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    Lz4,
+    Zstd(i32),
+    Deflate(i32),
+    Lzo,
+}
+
+impl Algorithm {
+    /// Every algorithm at its default level, for tests and benchmarks.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Lz4,
+        Algorithm::Zstd(3),
+        Algorithm::Deflate(6),
+        Algorithm::Lzo,
+    ];
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Algorithm::Lz4 => write!(f, "lz4"),
+            Algorithm::Zstd(l) => write!(f, "zstd:{l}"),
+            Algorithm::Deflate(l) => write!(f, "deflate:{l}"),
+            Algorithm::Lzo => write!(f, "lzo"),
+        }
+    }
+}
+
+/// A bad algorithm name or level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown compressor {0:?}: expected lz4, lzo, zstd[:1..=19] or deflate[:1..=12]")]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    /// `lz4`, `lzo`, `zstd`, `zstd:N`, `deflate`, `deflate:N`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || UnknownAlgorithm(s.to_string());
+        let (name, level) = match s.split_once(':') {
+            Some((n, l)) => (n, Some(l.parse::<i32>().map_err(|_| bad())?)),
+            None => (s, None),
+        };
+        match (name, level) {
+            ("lz4", None) => Ok(Algorithm::Lz4),
+            ("lzo", None) => Ok(Algorithm::Lzo),
+            ("zstd", l) => match l.unwrap_or(3) {
+                l @ 1..=19 => Ok(Algorithm::Zstd(l)),
+                _ => Err(bad()),
+            },
+            ("deflate", l) => match l.unwrap_or(6) {
+                l @ 1..=12 => Ok(Algorithm::Deflate(l)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// Counters a compressor keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompressorStats {
+    pub batches: u64,
+    pub pages: u64,
+    /// Items compressed in the caller because the queue was full.
+    pub fallback_queue_full: u64,
+    /// Items taken back by the caller after the batch's deadline.
+    pub fallback_deadline: u64,
+    /// Items the caller compressed while waiting (`caller_helps`).
+    pub caller_helped: u64,
+    pub verify_failures: u64,
+}
+
+/// The interface zswap uses (crypto acomp's role).
+pub trait Compressor: Send + Sync + fmt::Debug {
+    fn algorithm(&self) -> Algorithm;
+
+    /// A name for tables, e.g. `lz4` or `lz4/parallel`.
+    fn name(&self) -> String {
+        self.algorithm().to_string()
+    }
+
+    /// Pages the backend compresses in parallel; 1 for sequential ones.
+    fn batch_size(&self) -> usize;
+
+    /// Compresses one page in the calling thread.
+    fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError>;
+
+    /// Decompresses into `dst[..expected]`, which must come out exactly full.
+    fn decompress_page(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        expected: usize,
+    ) -> Result<usize, CompressError>;
+
+    /// Processes every item of `batch` before returning.
+    fn run(&self, batch: &mut Batch);
+
+    /// Starts processing `batch` and returns at once; the result comes
+    /// from [`Pending::poll`] or [`Pending::wait`]. Sequential backends
+    /// complete it before returning.
+    fn submit(&self, mut batch: Batch) -> Pending {
+        self.run(&mut batch);
+        Pending::ready(batch)
+    }
+
+    fn stats(&self) -> CompressorStats;
+}
+
+/// How pages are spread over the hardware.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    Sequential,
+    Parallel(ParallelConfig),
+}
+
+/// A compressor for `algorithm` on `backend`.
+pub fn new_compressor(algorithm: Algorithm, backend: &Backend) -> Box<dyn Compressor> {
+    fn boxed<C: Codec>(codec: C, backend: &Backend) -> Box<dyn Compressor> {
+        match backend {
+            Backend::Sequential => Box::new(Sequential::new(codec)),
+            Backend::Parallel(cfg) => Box::new(Parallel::new(codec, cfg.clone())),
+        }
+    }
+    match algorithm {
+        Algorithm::Lz4 => boxed(Lz4, backend),
+        Algorithm::Zstd(level) => boxed(Zstd { level }, backend),
+        Algorithm::Deflate(level) => boxed(Deflate { level }, backend),
+        Algorithm::Lzo => boxed(Lzo, backend),
+    }
+}
+
+pub use parallel::Pending;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_parse_and_print() {
+        assert_eq!("lz4".parse(), Ok(Algorithm::Lz4));
+        assert_eq!("zstd".parse(), Ok(Algorithm::Zstd(3)));
+        assert_eq!("zstd:7".parse(), Ok(Algorithm::Zstd(7)));
+        assert_eq!("deflate".parse(), Ok(Algorithm::Deflate(6)));
+        assert_eq!("lzo".parse(), Ok(Algorithm::Lzo));
+        for bad in ["", "lz5", "zstd:0", "zstd:x", "deflate:13", "lz4:1"] {
+            assert!(bad.parse::<Algorithm>().is_err(), "{bad}");
+        }
+        for a in Algorithm::ALL {
+            assert_eq!(a.to_string().parse(), Ok(a));
+        }
+    }
+}

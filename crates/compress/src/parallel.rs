@@ -1,0 +1,461 @@
+//! The batching compressor: a batch's pages are compressed in parallel by
+//! worker threads (the accelerator's engines); `submit` returns at once and
+//! the caller polls (seed 003's async poll mode).
+//!
+//! Work is queued as one job per page on a bounded queue (the device's work
+//! queue). As in seed 004's non-blocking descriptor allocation:
+//!
+//! * if the queue is full at submit, that page is compressed in the caller
+//!   at once (`fallback_queue_full`);
+//! * if a batch is not done by its deadline, the caller takes back every page
+//!   no worker has started and compresses it itself (`fallback_deadline`).
+//!
+//! A job is claimed exactly once (an atomic flag), by a worker or by the
+//! caller, so no page is processed twice or lost.
+
+use crate::batch::{Batch, BatchItem, Op};
+use crate::codec::{compress_page, decompress_exact, Codec};
+use crate::sequential::{process_item, CtxPool};
+use crate::{Algorithm, CompressError, Compressor, CompressorStats};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Settings of a [`Parallel`] compressor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParallelConfig {
+    /// Worker threads (engines).
+    pub workers: usize,
+    /// Pages per batch the backend advertises (`batch_size()`).
+    pub batch_size: usize,
+    /// Jobs the queue holds before submit falls back to the caller.
+    pub queue_depth: usize,
+    /// How long a batch may wait before the caller takes its pages back.
+    pub deadline: Duration,
+    /// Decompress every compressed page and compare (IAA's verify_compress).
+    pub verify: bool,
+    /// How long an idle worker polls the queue before it sleeps. An
+    /// engine that sleeps between batches pays a wake-up (an IPI to a halted
+    /// CPU) on the next one; polling keeps it hot while batches keep coming.
+    pub idle_poll: Duration,
+    /// In [`Pending::wait`], the caller compresses pages of its own batch
+    /// that no worker has started, instead of sleeping while its CPU idles.
+    pub caller_helps: bool,
+}
+
+impl Default for ParallelConfig {
+    fn default() -> Self {
+        Self {
+            // The caller helps, so one CPU is already busy with the batch.
+            workers: std::thread::available_parallelism()
+                .map_or(1, |n| usize::from(n).saturating_sub(1).max(1)),
+            batch_size: crate::ZSWAP_MAX_BATCH_SIZE,
+            queue_depth: 128,
+            deadline: Duration::from_millis(20),
+            verify: false,
+            idle_poll: Duration::from_micros(200),
+            caller_helps: true,
+        }
+    }
+}
+
+/// Where a batch's items come back to.
+struct Completion {
+    state: Mutex<CompletionState>,
+    done: Condvar,
+}
+
+struct CompletionState {
+    batch: Option<Batch>,
+    remaining: usize,
+}
+
+impl Completion {
+    fn finish(&self, index: usize, item: BatchItem) {
+        let mut st = self.state.lock();
+        if let Some(batch) = st.batch.as_mut() {
+            batch.items_mut()[index] = item;
+        }
+        st.remaining -= 1;
+        if st.remaining == 0 {
+            self.done.notify_all();
+        }
+    }
+}
+
+/// One page's work, claimed once by a worker or by the caller.
+struct Job {
+    op: Op,
+    index: usize,
+    claimed: AtomicBool,
+    item: Mutex<Option<BatchItem>>,
+    completion: Arc<Completion>,
+}
+
+impl Job {
+    /// Runs the job if nobody has; true if this call ran it.
+    fn try_run(&self, run: impl FnOnce(Op, &mut BatchItem)) -> bool {
+        if self.claimed.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let mut item = self
+            .item
+            .lock()
+            .take()
+            .expect("an unclaimed job holds its item");
+        run(self.op, &mut item);
+        self.completion.finish(self.index, item);
+        true
+    }
+}
+
+/// Runs jobs in the caller's thread (fallbacks).
+trait CallerRunner: Send + Sync {
+    fn run_in_caller(&self, op: Op, item: &mut BatchItem);
+    fn count_deadline_fallback(&self, n: u64);
+    fn count_helped(&self);
+}
+
+/// A batch in flight, or one already complete.
+pub struct Pending {
+    state: PendingState,
+}
+
+enum PendingState {
+    Ready(Option<Batch>),
+    InFlight {
+        completion: Arc<Completion>,
+        jobs: Vec<Arc<Job>>,
+        deadline: Instant,
+        runner: Arc<dyn CallerRunner>,
+        caller_helps: bool,
+    },
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            PendingState::Ready(_) => "ready",
+            PendingState::InFlight { .. } => "in flight",
+        };
+        f.debug_struct("Pending").field("state", &state).finish()
+    }
+}
+
+impl Pending {
+    /// A batch that is already complete.
+    pub fn ready(batch: Batch) -> Self {
+        Self {
+            state: PendingState::Ready(Some(batch)),
+        }
+    }
+
+    /// The batch if it is complete; never blocks. Past the deadline, pages
+    /// no worker has started are compressed here first.
+    pub fn poll(&mut self) -> Option<Batch> {
+        match &mut self.state {
+            PendingState::Ready(batch) => batch.take(),
+            PendingState::InFlight {
+                completion,
+                jobs,
+                deadline,
+                runner,
+                ..
+            } => {
+                if Instant::now() >= *deadline {
+                    take_back(jobs, runner.as_ref());
+                }
+                let mut st = completion.state.lock();
+                if st.remaining == 0 {
+                    st.batch.take()
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Blocks until the batch is complete, compressing unstarted pages in
+    /// this thread meanwhile if the backend says the caller helps.
+    pub fn wait(mut self) -> Batch {
+        loop {
+            if let Some(batch) = self.poll() {
+                return batch;
+            }
+            let PendingState::InFlight {
+                completion,
+                jobs,
+                deadline,
+                runner,
+                caller_helps,
+            } = &self.state
+            else {
+                unreachable!("a ready Pending polls Some once");
+            };
+            if *caller_helps
+                && jobs
+                    .iter()
+                    .any(|j| j.try_run(|op, item| runner.run_in_caller(op, item)))
+            {
+                runner.count_helped();
+                continue;
+            }
+            let mut st = completion.state.lock();
+            if st.remaining > 0 {
+                let now = Instant::now();
+                // Sleep until done or until the deadline calls for a take-back.
+                let until = if now < *deadline {
+                    *deadline
+                } else {
+                    now + Duration::from_millis(1)
+                };
+                completion.done.wait_until(&mut st, until);
+            }
+        }
+    }
+}
+
+fn take_back(jobs: &[Arc<Job>], runner: &dyn CallerRunner) {
+    let taken = jobs
+        .iter()
+        .filter(|j| j.try_run(|op, item| runner.run_in_caller(op, item)))
+        .count();
+    if taken > 0 {
+        runner.count_deadline_fallback(taken as u64);
+    }
+}
+
+struct Shared<C: Codec> {
+    codec: C,
+    verify: bool,
+    caller_ctxs: CtxPool<C>,
+    stats: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    pages: AtomicU64,
+    fallback_queue_full: AtomicU64,
+    fallback_deadline: AtomicU64,
+    caller_helped: AtomicU64,
+    verify_failures: AtomicU64,
+}
+
+impl<C: Codec> Shared<C> {
+    fn process(&self, ctx: &mut C::Ctx, op: Op, item: &mut BatchItem) {
+        process_item(&self.codec, ctx, op, item, self.verify);
+        if matches!(item.result, Some(Err(CompressError::VerifyFailed))) {
+            self.stats.verify_failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<C: Codec> CallerRunner for Shared<C> {
+    fn run_in_caller(&self, op: Op, item: &mut BatchItem) {
+        self.caller_ctxs
+            .with(&self.codec, |ctx| self.process(ctx, op, item));
+    }
+    fn count_deadline_fallback(&self, n: u64) {
+        self.stats.fallback_deadline.fetch_add(n, Ordering::Relaxed);
+    }
+    fn count_helped(&self) {
+        self.stats.caller_helped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A compressor that compresses each batch's pages in parallel.
+pub struct Parallel<C: Codec> {
+    shared: Arc<Shared<C>>,
+    config: ParallelConfig,
+    queue: Option<Sender<Arc<Job>>>,
+    /// Kept so the queue stays open even with no workers (stalled engines).
+    _queue_rx: Receiver<Arc<Job>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl<C: Codec> std::fmt::Debug for Parallel<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parallel")
+            .field("codec", &self.shared.codec)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl<C: Codec> Parallel<C> {
+    /// Starts `config.workers` worker threads for `codec`.
+    pub fn new(codec: C, config: ParallelConfig) -> Self {
+        let shared = Arc::new(Shared {
+            codec,
+            verify: config.verify,
+            caller_ctxs: CtxPool::new(),
+            stats: Counters::default(),
+        });
+        let (tx, rx) = bounded::<Arc<Job>>(config.queue_depth);
+        let workers = (0..config.workers)
+            .map(|i| {
+                let (shared, rx, idle_poll) = (shared.clone(), rx.clone(), config.idle_poll);
+                std::thread::Builder::new()
+                    .name(format!("uzswap-comp{i}"))
+                    .spawn(move || worker(&shared, &rx, idle_poll))
+                    .expect("spawning a compression worker")
+            })
+            .collect();
+        Self {
+            shared,
+            config,
+            queue: Some(tx),
+            _queue_rx: rx,
+            workers,
+        }
+    }
+
+    pub fn config(&self) -> &ParallelConfig {
+        &self.config
+    }
+}
+
+fn worker<C: Codec>(shared: &Shared<C>, rx: &Receiver<Arc<Job>>, idle_poll: Duration) {
+    let mut ctx = shared.codec.new_ctx();
+    while let Some(job) = next_job(rx, idle_poll) {
+        job.try_run(|op, item| shared.process(&mut ctx, op, item));
+    }
+}
+
+/// The next job: polled for `idle_poll`, then waited for. `None` once the
+/// compressor is dropped.
+fn next_job(rx: &Receiver<Arc<Job>>, idle_poll: Duration) -> Option<Arc<Job>> {
+    let start = Instant::now();
+    loop {
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            Err(crossbeam_channel::TryRecvError::Empty) if start.elapsed() < idle_poll => {
+                std::hint::spin_loop()
+            }
+            Err(crossbeam_channel::TryRecvError::Empty) => return rx.recv().ok(),
+        }
+    }
+}
+
+impl<C: Codec> Drop for Parallel<C> {
+    fn drop(&mut self) {
+        self.queue.take(); // closing the queue ends the workers
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+impl<C: Codec> Compressor for Parallel<C> {
+    fn algorithm(&self) -> Algorithm {
+        self.shared.codec.algorithm()
+    }
+
+    fn name(&self) -> String {
+        format!("{}/parallel", self.algorithm())
+    }
+
+    fn batch_size(&self) -> usize {
+        self.config.batch_size
+    }
+
+    fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
+        let s = &self.shared;
+        s.caller_ctxs
+            .with(&s.codec, |ctx| compress_page(&s.codec, ctx, src, dst))
+    }
+
+    fn decompress_page(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        expected: usize,
+    ) -> Result<usize, CompressError> {
+        let s = &self.shared;
+        s.caller_ctxs.with(&s.codec, |ctx| {
+            decompress_exact(&s.codec, ctx, src, dst, expected)
+        })
+    }
+
+    fn run(&self, batch: &mut Batch) {
+        let taken = std::mem::take(batch);
+        *batch = self.submit(taken).wait();
+    }
+
+    fn submit(&self, mut batch: Batch) -> Pending {
+        let n = batch.len();
+        self.shared.stats.batches.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .stats
+            .pages
+            .fetch_add(n as u64, Ordering::Relaxed);
+        if n == 0 {
+            return Pending::ready(batch);
+        }
+        let op = batch.op();
+        let items: Vec<BatchItem> = batch.items_mut().iter_mut().map(std::mem::take).collect();
+        let completion = Arc::new(Completion {
+            state: Mutex::new(CompletionState {
+                batch: Some(batch),
+                remaining: n,
+            }),
+            done: Condvar::new(),
+        });
+        let jobs: Vec<Arc<Job>> = items
+            .into_iter()
+            .enumerate()
+            .map(|(index, item)| {
+                Arc::new(Job {
+                    op,
+                    index,
+                    claimed: AtomicBool::new(false),
+                    item: Mutex::new(Some(item)),
+                    completion: completion.clone(),
+                })
+            })
+            .collect();
+        let runner: Arc<dyn CallerRunner> = self.shared.clone();
+        let queue = self.queue.as_ref().expect("queue lives until drop");
+        for job in &jobs {
+            match queue.try_send(job.clone()) {
+                Ok(()) => {}
+                Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                    if job.try_run(|op, item| runner.run_in_caller(op, item)) {
+                        self.shared
+                            .stats
+                            .fallback_queue_full
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        let deadline = Instant::now() + self.config.deadline;
+        let caller_helps = self.config.caller_helps;
+        Pending {
+            state: PendingState::InFlight {
+                completion,
+                jobs,
+                deadline,
+                runner,
+                caller_helps,
+            },
+        }
+    }
+
+    fn stats(&self) -> CompressorStats {
+        let c = &self.shared.stats;
+        CompressorStats {
+            batches: c.batches.load(Ordering::Relaxed),
+            pages: c.pages.load(Ordering::Relaxed),
+            fallback_queue_full: c.fallback_queue_full.load(Ordering::Relaxed),
+            fallback_deadline: c.fallback_deadline.load(Ordering::Relaxed),
+            caller_helped: c.caller_helped.load(Ordering::Relaxed),
+            verify_failures: c.verify_failures.load(Ordering::Relaxed),
+        }
+    }
+}

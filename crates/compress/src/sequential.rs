@@ -1,0 +1,140 @@
+//! The sequential compressor: one page at a time in the caller, with a pool
+//! of contexts so many threads can share one compressor (the per-cpu
+//! `acomp_ctx` of zswap).
+
+use crate::batch::{Batch, BatchItem, Op};
+use crate::codec::{compress_page, decompress_exact, Codec};
+use crate::{Algorithm, CompressError, Compressor, CompressorStats};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Contexts for whoever needs one; at most one per concurrent caller.
+pub(crate) struct CtxPool<C: Codec> {
+    free: Mutex<Vec<C::Ctx>>,
+}
+
+impl<C: Codec> std::fmt::Debug for CtxPool<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CtxPool")
+            .field("cached", &self.free.lock().len())
+            .finish()
+    }
+}
+
+impl<C: Codec> CtxPool<C> {
+    pub(crate) fn new() -> Self {
+        Self {
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn with<R>(&self, codec: &C, f: impl FnOnce(&mut C::Ctx) -> R) -> R {
+        let cached = self.free.lock().pop();
+        let mut ctx = cached.unwrap_or_else(|| codec.new_ctx());
+        let r = f(&mut ctx);
+        self.free.lock().push(ctx);
+        r
+    }
+}
+
+/// Runs one item with `ctx`: compress or decompress, with optional verify.
+pub(crate) fn process_item<C: Codec>(
+    codec: &C,
+    ctx: &mut C::Ctx,
+    op: Op,
+    item: &mut BatchItem,
+    verify: bool,
+) {
+    if item.result.is_some() {
+        return; // rejected when it was pushed
+    }
+    let result = match op {
+        Op::Compress => compress_page(codec, ctx, &item.src, &mut item.dst).and_then(|n| {
+            if verify {
+                verify_round_trip(codec, ctx, &item.dst[..n], &item.src)?;
+            }
+            Ok(n)
+        }),
+        Op::Decompress => decompress_exact(codec, ctx, &item.src, &mut item.dst, item.expected),
+    };
+    item.result = Some(result);
+}
+
+fn verify_round_trip<C: Codec>(
+    codec: &C,
+    ctx: &mut C::Ctx,
+    compressed: &[u8],
+    original: &[u8],
+) -> Result<(), CompressError> {
+    let mut check = vec![0u8; original.len()];
+    match decompress_exact(codec, ctx, compressed, &mut check, original.len()) {
+        Ok(_) if check == original => Ok(()),
+        _ => Err(CompressError::VerifyFailed),
+    }
+}
+
+/// A software compressor that works page by page (`batch_size() == 1`).
+#[derive(Debug)]
+pub struct Sequential<C: Codec> {
+    codec: C,
+    ctxs: CtxPool<C>,
+    batches: AtomicU64,
+    pages: AtomicU64,
+}
+
+impl<C: Codec> Sequential<C> {
+    pub fn new(codec: C) -> Self {
+        Self {
+            codec,
+            ctxs: CtxPool::new(),
+            batches: AtomicU64::new(0),
+            pages: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<C: Codec> Compressor for Sequential<C> {
+    fn algorithm(&self) -> Algorithm {
+        self.codec.algorithm()
+    }
+
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
+        self.ctxs
+            .with(&self.codec, |ctx| compress_page(&self.codec, ctx, src, dst))
+    }
+
+    fn decompress_page(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        expected: usize,
+    ) -> Result<usize, CompressError> {
+        self.ctxs.with(&self.codec, |ctx| {
+            decompress_exact(&self.codec, ctx, src, dst, expected)
+        })
+    }
+
+    fn run(&self, batch: &mut Batch) {
+        let op = batch.op();
+        let n = batch.len() as u64;
+        self.ctxs.with(&self.codec, |ctx| {
+            for item in batch.items_mut() {
+                process_item(&self.codec, ctx, op, item, false);
+            }
+        });
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.pages.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn stats(&self) -> CompressorStats {
+        CompressorStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            pages: self.pages.load(Ordering::Relaxed),
+            ..CompressorStats::default()
+        }
+    }
+}

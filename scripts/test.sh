@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
 
+export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
+echo "== loom: compress batch claim protocol =="
+cargo test --locked -p compress --lib --release claim::loom_model
 echo "== loom: zsmalloc free racing compaction, reader racing free =="
-RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom \
-    cargo test --locked -p zsmalloc --test loom --release
+cargo test --locked -p zsmalloc --test loom --release

@@ -39,6 +39,7 @@
 //! device's completion path. Callers do not change.
 
 mod batch;
+mod claim;
 pub mod codec;
 pub mod corpus;
 mod parallel;

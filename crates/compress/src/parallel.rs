@@ -14,12 +14,12 @@
 //! caller, so no page is processed twice or lost.
 
 use crate::batch::{Batch, BatchItem, Op};
+use crate::claim::{Completion, Job};
 use crate::codec::{compress_page, decompress_exact, Codec};
 use crate::sequential::{process_item, CtxPool};
 use crate::{Algorithm, CompressError, Compressor, CompressorStats};
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -59,56 +59,6 @@ impl Default for ParallelConfig {
             idle_poll: Duration::from_micros(200),
             caller_helps: true,
         }
-    }
-}
-
-/// Where a batch's items come back to.
-struct Completion {
-    state: Mutex<CompletionState>,
-    done: Condvar,
-}
-
-struct CompletionState {
-    batch: Option<Batch>,
-    remaining: usize,
-}
-
-impl Completion {
-    fn finish(&self, index: usize, item: BatchItem) {
-        let mut st = self.state.lock();
-        if let Some(batch) = st.batch.as_mut() {
-            batch.items_mut()[index] = item;
-        }
-        st.remaining -= 1;
-        if st.remaining == 0 {
-            self.done.notify_all();
-        }
-    }
-}
-
-/// One page's work, claimed once by a worker or by the caller.
-struct Job {
-    op: Op,
-    index: usize,
-    claimed: AtomicBool,
-    item: Mutex<Option<BatchItem>>,
-    completion: Arc<Completion>,
-}
-
-impl Job {
-    /// Runs the job if nobody has; true if this call ran it.
-    fn try_run(&self, run: impl FnOnce(Op, &mut BatchItem)) -> bool {
-        if self.claimed.swap(true, Ordering::AcqRel) {
-            return false;
-        }
-        let mut item = self
-            .item
-            .lock()
-            .take()
-            .expect("an unclaimed job holds its item");
-        run(self.op, &mut item);
-        self.completion.finish(self.index, item);
-        true
     }
 }
 
@@ -168,12 +118,7 @@ impl Pending {
                 if Instant::now() >= *deadline {
                     take_back(jobs, runner.as_ref());
                 }
-                let mut st = completion.state.lock();
-                if st.remaining == 0 {
-                    st.batch.take()
-                } else {
-                    None
-                }
+                completion.take_if_done()
             }
         }
     }
@@ -203,17 +148,14 @@ impl Pending {
                 runner.count_helped();
                 continue;
             }
-            let mut st = completion.state.lock();
-            if st.remaining > 0 {
-                let now = Instant::now();
-                // Sleep until done or until the deadline calls for a take-back.
-                let until = if now < *deadline {
-                    *deadline
-                } else {
-                    now + Duration::from_millis(1)
-                };
-                completion.done.wait_until(&mut st, until);
-            }
+            let now = Instant::now();
+            // Sleep until done or until the deadline calls for a take-back.
+            let until = if now < *deadline {
+                *deadline
+            } else {
+                now + Duration::from_millis(1)
+            };
+            completion.wait_until(until);
         }
     }
 }
@@ -399,25 +341,11 @@ impl<C: Codec> Compressor for Parallel<C> {
         }
         let op = batch.op();
         let items: Vec<BatchItem> = batch.items_mut().iter_mut().map(std::mem::take).collect();
-        let completion = Arc::new(Completion {
-            state: Mutex::new(CompletionState {
-                batch: Some(batch),
-                remaining: n,
-            }),
-            done: Condvar::new(),
-        });
+        let completion = Arc::new(Completion::new(batch, n));
         let jobs: Vec<Arc<Job>> = items
             .into_iter()
             .enumerate()
-            .map(|(index, item)| {
-                Arc::new(Job {
-                    op,
-                    index,
-                    claimed: AtomicBool::new(false),
-                    item: Mutex::new(Some(item)),
-                    completion: completion.clone(),
-                })
-            })
+            .map(|(index, item)| Arc::new(Job::new(op, index, item, completion.clone())))
             .collect();
         let runner: Arc<dyn CallerRunner> = self.shared.clone();
         let queue = self.queue.as_ref().expect("queue lives until drop");

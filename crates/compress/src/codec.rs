@@ -171,36 +171,6 @@ impl Codec for Deflate {
     }
 }
 
-/// LZO1X (lzokay, MIT), the format of the kernel's `lzo`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Lzo;
-
-impl Codec for Lzo {
-    type Ctx = Box<lzokay::compress::Dict>;
-    fn algorithm(&self) -> Algorithm {
-        Algorithm::Lzo
-    }
-    fn new_ctx(&self) -> Self::Ctx {
-        lzokay::compress::Dict::new()
-    }
-    fn compress(
-        &self,
-        ctx: &mut Self::Ctx,
-        src: &[u8],
-        dst: &mut [u8],
-    ) -> Result<usize, CompressError> {
-        lzokay::compress::compress_no_alloc(src, dst, ctx).map_err(|e| failed(Algorithm::Lzo, e))
-    }
-    fn decompress(
-        &self,
-        _: &mut Self::Ctx,
-        src: &[u8],
-        dst: &mut [u8],
-    ) -> Result<usize, CompressError> {
-        lzokay::decompress::decompress(src, dst).map_err(|e| corrupt(Algorithm::Lzo, e))
-    }
-}
-
 /// Compresses one page with the kernel's rule: output that is not smaller
 /// than a page is [`CompressError::Incompressible`].
 pub(crate) fn compress_page<C: Codec>(

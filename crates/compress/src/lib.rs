@@ -3,7 +3,8 @@
 //! zswap compresses pages through a [`Compressor`]. Every compressor takes
 //! a [`Batch`] of pages. One code path serves both kinds (seed 004):
 //!
-//! * **sequential** compressors ([`Sequential`]: lz4, zstd, deflate, lzo)
+//! * **sequential** compressors ([`Sequential`]: lz4, zstd, deflate, lzo,
+//!   lzo-rle)
 //!   report `batch_size() == 1` and compress a batch one page at a time in
 //!   the caller, like the kernel's software compressors;
 //! * **batching** compressors ([`Parallel`]) report `batch_size() > 1` and
@@ -42,11 +43,13 @@ mod batch;
 mod claim;
 pub mod codec;
 pub mod corpus;
+mod lzo;
 mod parallel;
 mod sequential;
 
 pub use batch::{Batch, Op};
-pub use codec::{Codec, Deflate, Lz4, Lzo, Zstd};
+pub use codec::{Codec, Deflate, Lz4, Zstd};
+pub use lzo::Lzo1x;
 pub use parallel::{Parallel, ParallelConfig};
 pub use sequential::Sequential;
 
@@ -86,7 +89,10 @@ pub enum Algorithm {
     Lz4,
     Zstd(i32),
     Deflate(i32),
+    /// LZO1X, bitstream version 0 (the kernel's `lzo`).
     Lzo,
+    /// LZO1X version 1 with zero-run encoding (the kernel's `lzo-rle`).
+    LzoRle,
 }
 
 impl Algorithm {
@@ -106,13 +112,14 @@ impl fmt::Display for Algorithm {
             Algorithm::Zstd(l) => write!(f, "zstd:{l}"),
             Algorithm::Deflate(l) => write!(f, "deflate:{l}"),
             Algorithm::Lzo => write!(f, "lzo"),
+            Algorithm::LzoRle => write!(f, "lzo-rle"),
         }
     }
 }
 
 /// A bad algorithm name or level.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown compressor {0:?}: expected lz4, lzo, zstd[:1..=19] or deflate[:1..=12]")]
+#[error("unknown compressor {0:?}: expected lz4, lzo, lzo-rle, zstd[:1..=19] or deflate[:1..=12]")]
 pub struct UnknownAlgorithm(pub String);
 
 impl FromStr for Algorithm {
@@ -128,6 +135,7 @@ impl FromStr for Algorithm {
         match (name, level) {
             ("lz4", None) => Ok(Algorithm::Lz4),
             ("lzo", None) => Ok(Algorithm::Lzo),
+            ("lzo-rle", None) => Ok(Algorithm::LzoRle),
             ("zstd", l) => match l.unwrap_or(3) {
                 l @ 1..=19 => Ok(Algorithm::Zstd(l)),
                 _ => Err(bad()),
@@ -211,7 +219,8 @@ pub fn new_compressor(algorithm: Algorithm, backend: &Backend) -> Box<dyn Compre
         Algorithm::Lz4 => boxed(Lz4, backend),
         Algorithm::Zstd(level) => boxed(Zstd { level }, backend),
         Algorithm::Deflate(level) => boxed(Deflate { level }, backend),
-        Algorithm::Lzo => boxed(Lzo, backend),
+        Algorithm::Lzo => boxed(Lzo1x { rle: false }, backend),
+        Algorithm::LzoRle => boxed(Lzo1x { rle: true }, backend),
     }
 }
 
@@ -228,6 +237,7 @@ mod tests {
         assert_eq!("zstd:7".parse(), Ok(Algorithm::Zstd(7)));
         assert_eq!("deflate".parse(), Ok(Algorithm::Deflate(6)));
         assert_eq!("lzo".parse(), Ok(Algorithm::Lzo));
+        assert_eq!("lzo-rle".parse(), Ok(Algorithm::LzoRle));
         for bad in ["", "lz5", "zstd:0", "zstd:x", "deflate:13", "lz4:1"] {
             assert!(bad.parse::<Algorithm>().is_err(), "{bad}");
         }

@@ -72,11 +72,11 @@ struct CompressArgs {
     /// Corpus file (default: the built-in sample plus synthetic classes).
     #[arg(long)]
     corpus: Option<PathBuf>,
-    /// Compressors, comma-separated (lz4, lzo, zstd[:N], deflate[:N]).
+    /// Compressors, comma-separated (lz4, lzo, lzo-rle, zstd[:N], deflate[:N]).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "lz4,zstd:3,deflate:6,lzo"
+        default_value = "lz4,zstd:3,deflate:6,lzo,lzo-rle"
     )]
     compressors: Vec<compress::Algorithm>,
     /// Worker threads of the batching backend.

@@ -117,6 +117,24 @@ impl Batch {
         &self.items[..self.len][i].src
     }
 
+    /// Item `i`'s input and output buffer, for a backend that processes the
+    /// batch itself (a device). The output buffer is [`crate::DST_BUF_SIZE`]
+    /// bytes; report how much of it is valid with [`Batch::set_output`].
+    pub fn io_mut(&mut self, i: usize) -> (&[u8], &mut [u8]) {
+        let item = &mut self.items[..self.len][i];
+        (&item.src, &mut item.dst)
+    }
+
+    /// Records item `i`'s result: `Ok(n)` means `n` output bytes are valid.
+    pub fn set_output(&mut self, i: usize, result: Result<usize, CompressError>) {
+        self.items[..self.len][i].result = Some(result);
+    }
+
+    /// What item `i` must decompress to (0 for compression).
+    pub fn expected_len(&self, i: usize) -> usize {
+        self.items[..self.len][i].expected
+    }
+
     pub(crate) fn items_mut(&mut self) -> &mut [BatchItem] {
         &mut self.items[..self.len]
     }

@@ -35,9 +35,11 @@
 //!
 //! ## Adding a backend (e.g. a GPU)
 //!
-//! Implement [`Compressor`]: take the batch in `submit`, return a
-//! [`Pending`] built with [`Pending::in_flight`], and complete it from the
-//! device's completion path. Callers do not change.
+//! Implement [`Compressor`]: in `submit`, make a pair with
+//! [`Pending::channel`], hand the batch and the [`Completer`] to the device,
+//! and return the [`Pending`]. The device's completion path sets each
+//! item's result ([`Batch::set_output`]) and calls [`Completer::complete`].
+//! Callers do not change (see `tests/device_backend.rs`).
 
 mod batch;
 mod claim;
@@ -189,6 +191,25 @@ pub trait Compressor: Send + Sync + fmt::Debug {
     /// Processes every item of `batch` before returning.
     fn run(&self, batch: &mut Batch);
 
+    /// Compresses `pages` as one batch into `batch` (reset first); item `i`
+    /// of the result is page `i`.
+    fn compress_batch(&self, pages: &[&[u8]], batch: &mut Batch) {
+        batch.reset(Op::Compress);
+        for p in pages {
+            batch.push_page(p);
+        }
+        self.run(batch);
+    }
+
+    /// Decompresses `objects`, each to `expected` bytes, as one batch.
+    fn decompress_batch(&self, objects: &[&[u8]], expected: usize, batch: &mut Batch) {
+        batch.reset(Op::Decompress);
+        for o in objects {
+            batch.push_compressed(o, expected);
+        }
+        self.run(batch);
+    }
+
     /// Starts processing `batch` and returns at once; the result comes
     /// from [`Pending::poll`] or [`Pending::wait`]. Sequential backends
     /// complete it before returning.
@@ -224,7 +245,7 @@ pub fn new_compressor(algorithm: Algorithm, backend: &Backend) -> Box<dyn Compre
     }
 }
 
-pub use parallel::Pending;
+pub use parallel::{Completer, Pending};
 
 #[cfg(test)]
 mod tests {

@@ -76,6 +76,7 @@ pub struct Pending {
 
 enum PendingState {
     Ready(Option<Batch>),
+    External(Arc<ExternalSlot>),
     InFlight {
         completion: Arc<Completion>,
         jobs: Vec<Arc<Job>>,
@@ -89,6 +90,7 @@ impl std::fmt::Debug for Pending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             PendingState::Ready(_) => "ready",
+            PendingState::External(_) => "on a device",
             PendingState::InFlight { .. } => "in flight",
         };
         f.debug_struct("Pending").field("state", &state).finish()
@@ -103,11 +105,28 @@ impl Pending {
         }
     }
 
+    /// A pending batch completed from elsewhere: a device backend keeps the
+    /// [`Completer`] and calls [`Completer::complete`] from its completion
+    /// path (an interrupt thread, a CUDA stream callback, a poller).
+    pub fn channel() -> (Pending, Completer) {
+        let slot = Arc::new(ExternalSlot {
+            batch: parking_lot::Mutex::new(None),
+            done: parking_lot::Condvar::new(),
+        });
+        (
+            Pending {
+                state: PendingState::External(slot.clone()),
+            },
+            Completer { slot },
+        )
+    }
+
     /// The batch if it is complete; never blocks. Past the deadline, pages
     /// no worker has started are compressed here first.
     pub fn poll(&mut self) -> Option<Batch> {
         match &mut self.state {
             PendingState::Ready(batch) => batch.take(),
+            PendingState::External(slot) => slot.batch.lock().take(),
             PendingState::InFlight {
                 completion,
                 jobs,
@@ -129,6 +148,13 @@ impl Pending {
         loop {
             if let Some(batch) = self.poll() {
                 return batch;
+            }
+            if let PendingState::External(slot) = &self.state {
+                let mut b = slot.batch.lock();
+                if b.is_none() {
+                    slot.done.wait(&mut b);
+                }
+                continue;
             }
             let PendingState::InFlight {
                 completion,
@@ -157,6 +183,30 @@ impl Pending {
             };
             completion.wait_until(until);
         }
+    }
+}
+
+struct ExternalSlot {
+    batch: parking_lot::Mutex<Option<Batch>>,
+    done: parking_lot::Condvar,
+}
+
+/// Completes a [`Pending`] made by [`Pending::channel`].
+pub struct Completer {
+    slot: Arc<ExternalSlot>,
+}
+
+impl std::fmt::Debug for Completer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completer").finish_non_exhaustive()
+    }
+}
+
+impl Completer {
+    /// Hands the processed batch (every item with a result) to the waiter.
+    pub fn complete(self, batch: Batch) {
+        *self.slot.batch.lock() = Some(batch);
+        self.slot.done.notify_all();
     }
 }
 

@@ -105,8 +105,8 @@ fn a_device_backend_plugs_in_without_changing_callers() {
     let refs: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
     let mut back = Batch::default();
     dev.decompress_batch(&refs, PAGE_SIZE, &mut back);
-    for i in 0..4 {
-        assert_eq!(back.output(i).unwrap(), zero[i]);
+    for (i, page) in zero.iter().enumerate() {
+        assert_eq!(back.output(i).unwrap(), *page);
     }
 
     // The async form: poll until the device completes.

@@ -754,6 +754,12 @@ impl Pool {
         pages * 16
     }
 
+    /// Pages the pool holds now, without taking any lock (the kernel's
+    /// `zs_get_total_pages`).
+    pub fn pages_allocated(&self) -> usize {
+        self.arena.pages_in_use()
+    }
+
     /// Pages the arena can still hand out.
     pub fn free_pages(&self) -> usize {
         self.arena.capacity_pages() - self.arena.pages_in_use()

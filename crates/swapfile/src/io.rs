@@ -1,0 +1,165 @@
+//! Page I/O back-ends: pread/pwrite on a file, memory (tests), and a
+//! wrapper that injects faults.
+
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Positioned page reads and writes.
+pub trait PageIo: Send + Sync {
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()>;
+    fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()>;
+}
+
+/// pread/pwrite on a file.
+#[derive(Debug)]
+pub struct FileIo {
+    file: File,
+}
+
+impl FileIo {
+    pub fn new(file: File) -> Self {
+        Self { file }
+    }
+
+    /// A new file in `dir`, unlinked at once: it lives as long as the handle.
+    pub fn create_anonymous(dir: &Path) -> io::Result<Self> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!(".uzswap-swap-{}-{seq}", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?;
+        Ok(Self { file })
+    }
+}
+
+impl PageIo for FileIo {
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, pos)
+    }
+    fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(buf, pos)
+    }
+}
+
+/// Pages in memory (tests that need no file).
+#[derive(Debug, Default)]
+pub struct MemIo {
+    data: Mutex<Vec<u8>>,
+}
+
+impl PageIo for MemIo {
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
+        let data = self.data.lock();
+        let src = data
+            .get(pos as usize..pos as usize + buf.len())
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
+        let mut data = self.data.lock();
+        let end = pos as usize + buf.len();
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[pos as usize..end].copy_from_slice(buf);
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    fail_reads: HashSet<u64>,
+    corrupt_reads: HashSet<u64>,
+    fail_writes: HashSet<u64>,
+    /// After this many more successful writes, every write fails with errno.
+    writes_left: Option<(usize, i32)>,
+}
+
+/// Which I/O fails, shared between a test and its [`FaultyIo`].
+#[derive(Debug, Clone, Default)]
+pub struct FaultPlan(Arc<Mutex<Faults>>);
+
+impl FaultPlan {
+    /// Reads of slot `slot` fail with EIO.
+    pub fn fail_reads_of(&self, slot: u64) {
+        self.0.lock().fail_reads.insert(slot);
+    }
+    /// Reads of slot `slot` return flipped bits.
+    pub fn corrupt_reads_of(&self, slot: u64) {
+        self.0.lock().corrupt_reads.insert(slot);
+    }
+    /// Writes to slot `slot` fail with EIO.
+    pub fn fail_writes_of(&self, slot: u64) {
+        self.0.lock().fail_writes.insert(slot);
+    }
+    /// After `n` more good writes, writes fail with `errno` (e.g. ENOSPC).
+    pub fn fail_writes_after(&self, n: usize, errno: i32) {
+        self.0.lock().writes_left = Some((n, errno));
+    }
+    /// No more faults.
+    pub fn clear(&self) {
+        *self.0.lock() = Faults::default();
+    }
+}
+
+/// Wraps a [`PageIo`] and fails or corrupts I/O as its [`FaultPlan`] says.
+pub struct FaultyIo {
+    inner: Box<dyn PageIo>,
+    plan: FaultPlan,
+}
+
+impl FaultyIo {
+    pub fn new(inner: Box<dyn PageIo>, plan: FaultPlan) -> Self {
+        Self { inner, plan }
+    }
+}
+
+const PAGE: u64 = crate::PAGE_SIZE as u64;
+
+impl PageIo for FaultyIo {
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
+        let slot = pos / PAGE;
+        let (fail, corrupt) = {
+            let f = self.plan.0.lock();
+            (
+                f.fail_reads.contains(&slot),
+                f.corrupt_reads.contains(&slot),
+            )
+        };
+        if fail {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.read_at(pos, buf)?;
+        if corrupt {
+            buf[buf.len() / 2] ^= 0x10;
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
+        let slot = pos / PAGE;
+        {
+            let mut f = self.plan.0.lock();
+            if f.fail_writes.contains(&slot) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            if let Some((left, errno)) = f.writes_left.as_mut() {
+                if *left == 0 {
+                    return Err(io::Error::from_raw_os_error(*errno));
+                }
+                *left -= 1;
+            }
+        }
+        self.inner.write_at(pos, buf)
+    }
+}

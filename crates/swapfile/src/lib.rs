@@ -1,0 +1,403 @@
+//! # swapfile — the swap device (mm/swapfile.c and mm/page_io.c's jobs)
+//!
+//! A [`SwapFile`] is a backing file cut into page-sized *slots* named by
+//! their offset, the swap entry's offset in the kernel.
+//!
+//! * **Slots.** [`SwapFile::alloc`] hands out `n` slots, contiguous when it
+//!   can (a folio's pages land together, as the kernel's cluster allocator
+//!   arranges). [`SwapFile::free`] returns them.
+//! * **Pages.** [`SwapFile::write_pages`] writes pages to their slots and
+//!   records each page's CRC32C. [`SwapFile::read_page`] reads a slot and
+//!   checks it. A corrupt block is [`SwapError::Corrupt`], never wrong
+//!   data, and a slot never written is [`SwapError::NotWritten`].
+//! * **I/O** goes through [`PageIo`]: [`FileIo`] (pread/pwrite) by default,
+//!   [`FaultyIo`] to inject EIO, ENOSPC and bit rot in tests.
+//!
+//! ## Invariants
+//!
+//! 1. A slot is allocated to at most one owner at a time. Its checksum is
+//!    valid only between a successful write and the slot's free or next
+//!    write.
+//! 2. A failed write leaves the slot's checksum cleared, so the partly
+//!    written block can never be read back as good data.
+//!
+//! ## Locking
+//!
+//! The allocator is one mutex. Checksums are per-slot atomics. Writes and
+//! reads of *one* slot are serialised by the caller (the swap layer's slot
+//! lock); different slots may be written in parallel.
+
+mod io;
+
+pub use io::{FaultPlan, FaultyIo, FileIo, MemIo, PageIo};
+
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes in a page (and a slot).
+pub const PAGE_SIZE: usize = 4096;
+
+/// Errors of the swap device. Each names the slot it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum SwapError {
+    #[error("swap slot {slot}: I/O error: {source}")]
+    Io { slot: u64, source: std::io::Error },
+    #[error("swap slot {slot}: checksum mismatch (corrupt block)")]
+    Corrupt { slot: u64 },
+    #[error("swap slot {0} holds no written page")]
+    NotWritten(u64),
+    #[error("swap slot {0} is outside the device or not allocated")]
+    InvalidSlot(u64),
+    #[error("swap device full: {wanted} slots wanted, {free} free")]
+    NoSpace { wanted: usize, free: usize },
+    #[error("page of {0} bytes; pages are 4096 bytes")]
+    BadPage(usize),
+    #[error("cannot create swap file: {0}")]
+    Create(std::io::Error),
+}
+
+/// Checksum word: `VALID | crc`. Zero means "nothing valid here".
+const VALID: u64 = 1 << 32;
+
+struct Slots {
+    /// One bit per slot, set when allocated.
+    used: Vec<u64>,
+    /// Where the next search starts (next fit).
+    cursor: usize,
+    free: usize,
+}
+
+impl Slots {
+    fn is_used(&self, s: usize) -> bool {
+        self.used[s / 64] & (1 << (s % 64)) != 0
+    }
+    fn set(&mut self, s: usize, on: bool) {
+        if on {
+            self.used[s / 64] |= 1 << (s % 64);
+        } else {
+            self.used[s / 64] &= !(1 << (s % 64));
+        }
+    }
+}
+
+/// A swap device over a file.
+pub struct SwapFile {
+    io: Box<dyn PageIo>,
+    nr_slots: usize,
+    slots: Mutex<Slots>,
+    checksums: Box<[AtomicU64]>,
+}
+
+impl std::fmt::Debug for SwapFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapFile")
+            .field("nr_slots", &self.nr_slots)
+            .field("free", &self.free_slots())
+            .finish()
+    }
+}
+
+impl SwapFile {
+    /// A device of `nr_slots` slots on `io`.
+    pub fn new(io: Box<dyn PageIo>, nr_slots: usize) -> Self {
+        Self {
+            io,
+            nr_slots,
+            slots: Mutex::new(Slots {
+                used: vec![0; nr_slots.div_ceil(64)],
+                cursor: 0,
+                free: nr_slots,
+            }),
+            checksums: (0..nr_slots).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// A device of `nr_slots` slots in a new file in `dir`, removed from the
+    /// directory at once so it vanishes with the process.
+    pub fn create_in(dir: &Path, nr_slots: usize) -> Result<Self, SwapError> {
+        Ok(Self::new(
+            Box::new(FileIo::create_anonymous(dir).map_err(SwapError::Create)?),
+            nr_slots,
+        ))
+    }
+
+    pub fn nr_slots(&self) -> usize {
+        self.nr_slots
+    }
+
+    pub fn free_slots(&self) -> usize {
+        self.slots.lock().free
+    }
+
+    /// Allocates `n` slots: one contiguous run if there is one, else any
+    /// free slots. All or nothing.
+    pub fn alloc(&self, n: usize) -> Result<Vec<u64>, SwapError> {
+        let mut s = self.slots.lock();
+        if n > s.free {
+            return Err(SwapError::NoSpace {
+                wanted: n,
+                free: s.free,
+            });
+        }
+        let start = self.find_run(&s, n);
+        let mut out = Vec::with_capacity(n);
+        let mut i = start.unwrap_or(s.cursor);
+        while out.len() < n {
+            let slot = i % self.nr_slots;
+            if !s.is_used(slot) {
+                s.set(slot, true);
+                out.push(slot as u64);
+            }
+            i += 1;
+        }
+        s.free -= n;
+        s.cursor = i % self.nr_slots.max(1);
+        Ok(out)
+    }
+
+    /// First run of `n` free slots from the cursor on (wrapping), if any.
+    fn find_run(&self, s: &Slots, n: usize) -> Option<usize> {
+        let mut run = 0;
+        for k in 0..self.nr_slots + n {
+            let slot = (s.cursor + k) % self.nr_slots;
+            if slot == 0 && k > 0 {
+                run = 0; // runs do not wrap around the end
+            }
+            run = if s.is_used(slot) { 0 } else { run + 1 };
+            if run == n {
+                return Some(slot + 1 - n);
+            }
+        }
+        None
+    }
+
+    /// Frees a slot (its contents become unreadable).
+    pub fn free(&self, slot: u64) -> Result<(), SwapError> {
+        let idx = self.index(slot)?;
+        let mut s = self.slots.lock();
+        if !s.is_used(idx) {
+            return Err(SwapError::InvalidSlot(slot));
+        }
+        self.checksums[idx].store(0, Ordering::Release);
+        s.set(idx, false);
+        s.free += 1;
+        Ok(())
+    }
+
+    fn index(&self, slot: u64) -> Result<usize, SwapError> {
+        usize::try_from(slot)
+            .ok()
+            .filter(|&s| s < self.nr_slots)
+            .ok_or(SwapError::InvalidSlot(slot))
+    }
+
+    fn check_allocated(&self, slot: u64) -> Result<usize, SwapError> {
+        let idx = self.index(slot)?;
+        if !self.slots.lock().is_used(idx) {
+            return Err(SwapError::InvalidSlot(slot));
+        }
+        Ok(idx)
+    }
+
+    /// Writes `pages[i]` to `slots[i]`. On error, the slots written before
+    /// it are good; the failing one and those after it hold nothing.
+    pub fn write_pages(&self, slots: &[u64], pages: &[&[u8]]) -> Result<(), SwapError> {
+        for (&slot, page) in slots.iter().zip(pages) {
+            if page.len() != PAGE_SIZE {
+                return Err(SwapError::BadPage(page.len()));
+            }
+            let idx = self.check_allocated(slot)?;
+            self.checksums[idx].store(0, Ordering::Release);
+            self.io
+                .write_at(slot * PAGE_SIZE as u64, page)
+                .map_err(|source| SwapError::Io { slot, source })?;
+            self.checksums[idx].store(VALID | u64::from(crc32c::crc32c(page)), Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Reads slot `slot` into `page` and checks its checksum.
+    pub fn read_page(&self, slot: u64, page: &mut [u8]) -> Result<(), SwapError> {
+        if page.len() != PAGE_SIZE {
+            return Err(SwapError::BadPage(page.len()));
+        }
+        let idx = self.check_allocated(slot)?;
+        let sum = self.checksums[idx].load(Ordering::Acquire);
+        if sum & VALID == 0 {
+            return Err(SwapError::NotWritten(slot));
+        }
+        self.io
+            .read_at(slot * PAGE_SIZE as u64, page)
+            .map_err(|source| SwapError::Io { slot, source })?;
+        if u64::from(crc32c::crc32c(page)) != sum & !VALID {
+            return Err(SwapError::Corrupt { slot });
+        }
+        Ok(())
+    }
+
+    /// Forgets the slot's page (it stays allocated): reads now fail with
+    /// [`SwapError::NotWritten`].
+    pub fn discard(&self, slot: u64) {
+        if let Ok(i) = self.index(slot) {
+            self.checksums[i].store(0, Ordering::Release);
+        }
+    }
+
+    /// True if the slot holds a written page.
+    pub fn is_written(&self, slot: u64) -> bool {
+        self.index(slot)
+            .is_ok_and(|i| self.checksums[i].load(Ordering::Acquire) & VALID != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn dev(n: usize) -> SwapFile {
+        SwapFile::create_in(&std::env::temp_dir(), n).unwrap()
+    }
+
+    fn page(tag: u8) -> Vec<u8> {
+        (0..PAGE_SIZE)
+            .map(|i| (i as u8).wrapping_mul(7) ^ tag)
+            .collect()
+    }
+
+    #[test]
+    fn folios_get_contiguous_slots_and_pages_round_trip() {
+        let d = dev(64);
+        let a = d.alloc(8).unwrap();
+        assert!(a.windows(2).all(|w| w[1] == w[0] + 1), "{a:?}");
+        let pages: Vec<Vec<u8>> = (0..8).map(page).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        d.write_pages(&a, &refs).unwrap();
+        let mut buf = vec![0; PAGE_SIZE];
+        for (slot, p) in a.iter().zip(&pages) {
+            d.read_page(*slot, &mut buf).unwrap();
+            assert_eq!(&buf, p);
+        }
+        assert_eq!(d.free_slots(), 56);
+    }
+
+    #[test]
+    fn allocation_is_all_or_nothing_and_slots_are_unique() {
+        let d = dev(10);
+        let a = d.alloc(6).unwrap();
+        assert!(matches!(
+            d.alloc(5),
+            Err(SwapError::NoSpace { wanted: 5, free: 4 })
+        ));
+        d.free(a[1]).unwrap();
+        d.free(a[3]).unwrap();
+        let b = d.alloc(6).unwrap(); // fragmented: no run of 6, takes any
+        let mut all: Vec<u64> = a
+            .iter()
+            .copied()
+            .filter(|s| *s != a[1] && *s != a[3])
+            .chain(b)
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 10);
+        assert!(matches!(d.free(99), Err(SwapError::InvalidSlot(99))));
+    }
+
+    #[test]
+    fn unwritten_freed_and_bad_slots_are_errors() {
+        let d = dev(4);
+        let s = d.alloc(1).unwrap()[0];
+        let mut buf = vec![0; PAGE_SIZE];
+        assert!(matches!(
+            d.read_page(s, &mut buf),
+            Err(SwapError::NotWritten(_))
+        ));
+        d.write_pages(&[s], &[&page(1)]).unwrap();
+        d.free(s).unwrap();
+        assert!(matches!(
+            d.read_page(s, &mut buf),
+            Err(SwapError::InvalidSlot(_))
+        ));
+        assert!(
+            matches!(d.free(s), Err(SwapError::InvalidSlot(_))),
+            "double free"
+        );
+        assert!(matches!(
+            d.read_page(7, &mut buf),
+            Err(SwapError::InvalidSlot(7))
+        ));
+        assert!(matches!(
+            d.write_pages(&[s], &[&[0u8; 10]]),
+            Err(SwapError::BadPage(10))
+        ));
+    }
+
+    #[test]
+    fn injected_faults_are_clear_errors_and_never_wrong_data() {
+        let plan = FaultPlan::default();
+        let io = FaultyIo::new(
+            Box::new(FileIo::create_anonymous(&std::env::temp_dir()).unwrap()),
+            plan.clone(),
+        );
+        let d = SwapFile::new(Box::new(io), 16);
+        let s = d.alloc(4).unwrap();
+        let pages: Vec<Vec<u8>> = (0..4).map(page).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        d.write_pages(&s, &refs).unwrap();
+        let mut buf = vec![0; PAGE_SIZE];
+
+        plan.corrupt_reads_of(s[0]);
+        assert!(matches!(
+            d.read_page(s[0], &mut buf),
+            Err(SwapError::Corrupt { .. })
+        ));
+        plan.fail_reads_of(s[1]);
+        let err = d.read_page(s[1], &mut buf).unwrap_err();
+        assert!(
+            matches!(&err, SwapError::Io { source, .. } if source.raw_os_error() == Some(libc::EIO)),
+            "{err}"
+        );
+        plan.fail_writes_after(0, libc::ENOSPC);
+        let err = d.write_pages(&s[2..3], &[&page(9)]).unwrap_err();
+        assert!(
+            matches!(&err, SwapError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))
+        );
+        // The failed write left nothing readable behind, not the old page.
+        assert!(matches!(
+            d.read_page(s[2], &mut buf),
+            Err(SwapError::NotWritten(_))
+        ));
+        plan.clear();
+        d.read_page(s[3], &mut buf).unwrap();
+        assert_eq!(buf, pages[3]);
+        d.read_page(s[0], &mut buf).unwrap();
+        assert_eq!(
+            buf, pages[0],
+            "faults are transient: the block itself is fine"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn slot_allocator_matches_a_model(ops in proptest::collection::vec((0usize..3, 1usize..9), 1..60)) {
+            let d = SwapFile::new(Box::new(io::MemIo::default()), 32);
+            let mut owned: HashMap<u64, ()> = HashMap::new();
+            for (op, n) in ops {
+                if op == 0 && !owned.is_empty() {
+                    let slot = *owned.keys().next().unwrap();
+                    owned.remove(&slot);
+                    d.free(slot).unwrap();
+                } else {
+                    match d.alloc(n) {
+                        Ok(v) => for s in v { proptest::prop_assert!(owned.insert(s, ()).is_none()); },
+                        Err(SwapError::NoSpace { free, .. }) => proptest::prop_assert!(free < n),
+                        Err(e) => proptest::prop_assert!(false, "{}", e),
+                    }
+                }
+                proptest::prop_assert_eq!(d.free_slots(), 32 - owned.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! The swap layer (mm/swap_state.c's job) over zswap and the swap file:
+//! swap-out, swap-in with readahead, the swap cache, the zero map, and the
+//! shrinker that writes zswap's cold pages back to the file.
+
+use crate::stats::{Counters, Stats};
+use crate::zswap::{Reject, Zswap};
+use crate::{Config, Readahead, ZswapError};
+use compress::PAGE_SIZE;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use swapfile::SwapFile;
+
+const SLOT_LOCKS: usize = 1024;
+/// Pages written back per shrinker batch.
+pub const WRITEBACK_BATCH: usize = 32;
+
+/// Where a swapped-out folio went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwapOutReport {
+    pub zero: usize,
+    pub zswap: usize,
+    pub disk: usize,
+}
+
+/// Where a swapped-in page came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    SwapCache,
+    Zero,
+    Zswap,
+    Disk,
+}
+
+/// A page read ahead and handed to the caller at fault time.
+pub type AroundPage = (u64, Box<[u8]>);
+
+struct CachedPage {
+    data: Box<[u8]>,
+    /// Came from zswap (its entry is gone): dropping it means storing it again.
+    dirty: bool,
+}
+
+#[derive(Default)]
+struct SwapCache {
+    pages: HashMap<u64, CachedPage>,
+    order: VecDeque<u64>,
+}
+
+/// The swap store: zswap in front of a swap file.
+pub struct Swap {
+    zswap: Zswap,
+    dev: SwapFile,
+    zeromap: Box<[AtomicU64]>,
+    cache: Mutex<SwapCache>,
+    slot_locks: Box<[Mutex<()>]>,
+    cfg: Config,
+    counters: Arc<Counters>,
+    shrinker: Mutex<Option<Shrinker>>,
+}
+
+struct Shrinker {
+    wake: Arc<(Mutex<bool>, Condvar)>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Swap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Swap")
+            .field("zswap", &self.zswap)
+            .field("dev", &self.dev)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Swap {
+    /// A swap store with a new swap file, per `cfg`.
+    pub fn new(cfg: Config) -> Result<Arc<Self>, ZswapError> {
+        cfg.validate()?;
+        let dev = SwapFile::create_in(&cfg.swapfile_dir, cfg.swapfile_pages)?;
+        Self::with_device(cfg, dev)
+    }
+
+    /// A swap store on a given device (e.g. one with injected faults).
+    pub fn with_device(cfg: Config, dev: SwapFile) -> Result<Arc<Self>, ZswapError> {
+        let counters = Arc::new(Counters::default());
+        let zswap = Zswap::new(&cfg, counters.clone())?;
+        let swap = Arc::new(Self {
+            zswap,
+            zeromap: (0..dev.nr_slots().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            dev,
+            cache: Mutex::new(SwapCache::default()),
+            slot_locks: (0..SLOT_LOCKS).map(|_| Mutex::new(())).collect(),
+            cfg,
+            counters,
+            shrinker: Mutex::new(None),
+        });
+        if swap.cfg.shrinker_enabled && swap.cfg.writeback {
+            *swap.shrinker.lock() = Some(Shrinker::start(Arc::downgrade(&swap)));
+        }
+        Ok(swap)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn zswap(&self) -> &Zswap {
+        &self.zswap
+    }
+
+    pub fn device(&self) -> &SwapFile {
+        &self.dev
+    }
+
+    /// Allocates `n` swap slots (contiguous when possible) for a folio.
+    pub fn alloc_slots(&self, n: usize) -> Result<Vec<u64>, ZswapError> {
+        Ok(self.dev.alloc(n)?)
+    }
+
+    fn slot_lock(&self, offset: u64) -> &Mutex<()> {
+        &self.slot_locks[offset as usize % SLOT_LOCKS]
+    }
+
+    /// Locks every distinct stripe of `offsets`, in index order.
+    fn lock_slots(&self, offsets: &[u64]) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = offsets.iter().map(|&o| o as usize % SLOT_LOCKS).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            .map(|s| self.slot_locks[s].lock())
+            .collect()
+    }
+
+    fn zero_bit(&self, offset: u64) -> (&AtomicU64, u64) {
+        (&self.zeromap[offset as usize / 64], 1 << (offset % 64))
+    }
+
+    fn is_zero(&self, offset: u64) -> bool {
+        let (w, b) = self.zero_bit(offset);
+        w.load(Ordering::Acquire) & b != 0
+    }
+
+    fn set_zero(&self, offset: u64, on: bool) {
+        let (w, b) = self.zero_bit(offset);
+        if on {
+            w.fetch_or(b, Ordering::AcqRel);
+        } else {
+            w.fetch_and(!b, Ordering::AcqRel);
+        }
+    }
+
+    fn check_offsets(&self, offsets: &[u64]) -> Result<(), ZswapError> {
+        match offsets.iter().find(|&&o| o as usize >= self.dev.nr_slots()) {
+            Some(&o) => Err(ZswapError::BadOffset(o)),
+            None => Ok(()),
+        }
+    }
+
+    /// Swaps out a folio: `pages[i]` to slot `offsets[i]` (from
+    /// [`Swap::alloc_slots`]). Zero pages become a bit; the rest go to zswap
+    /// as one folio, or, if zswap rejects it and writeback is on, to the
+    /// swap file. An error means nothing was stored: the caller keeps the
+    /// pages.
+    pub fn swap_out(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<SwapOutReport, ZswapError> {
+        let bad_len = pages.is_empty() || pages.len() > 512 || pages.len() != offsets.len();
+        if bad_len || pages.iter().any(|p| p.len() != PAGE_SIZE) {
+            return Err(ZswapError::BadFolio);
+        }
+        self.check_offsets(offsets)?;
+        let _held = self.lock_slots(offsets);
+        for &o in offsets {
+            self.drop_contents(o);
+        }
+        let (mut rest_pages, mut rest_offsets) = (Vec::new(), Vec::new());
+        let mut report = SwapOutReport::default();
+        for (&page, &o) in pages.iter().zip(offsets) {
+            if page.iter().all(|&b| b == 0) {
+                report.zero += 1;
+            } else {
+                rest_pages.push(page);
+                rest_offsets.push(o);
+            }
+        }
+        if !rest_pages.is_empty() {
+            match self.zswap.store(&rest_pages, &rest_offsets) {
+                Ok(()) => report.zswap = rest_pages.len(),
+                Err(reject) => {
+                    if reject == Reject::PoolLimit {
+                        self.kick_shrinker();
+                    }
+                    if !self.cfg.writeback {
+                        return Err(ZswapError::Rejected(reject));
+                    }
+                    self.dev.write_pages(&rest_offsets, &rest_pages)?;
+                    Counters::add(&self.counters.pswpout, rest_pages.len());
+                    report.disk = rest_pages.len();
+                }
+            }
+        }
+        for (&page, &o) in pages.iter().zip(offsets) {
+            if page.iter().all(|&b| b == 0) {
+                self.set_zero(o, true);
+            }
+        }
+        Counters::add(&self.counters.swpout_zero, report.zero);
+        Ok(report)
+    }
+
+    /// Forgets what slot `offset` holds, keeping the slot allocated.
+    fn drop_contents(&self, offset: u64) {
+        self.dev.discard(offset);
+        self.set_zero(offset, false);
+        self.zswap.invalidate(offset);
+        self.cache.lock().pages.remove(&offset);
+    }
+
+    /// Swaps in the page at `offset` into `page` and frees the slot. Pages
+    /// read ahead go to the swap cache or, with `fault_around`, into
+    /// `around` for the caller to map now (their slots freed too).
+    pub fn swap_in(
+        &self,
+        offset: u64,
+        page: &mut [u8],
+        around: &mut Vec<AroundPage>,
+    ) -> Result<Source, ZswapError> {
+        if page.len() != PAGE_SIZE {
+            return Err(ZswapError::BadFolio);
+        }
+        self.check_offsets(&[offset])?;
+        let held = self.slot_lock(offset).lock();
+        let source = self.read_target(offset, page)?;
+        self.release_slot(offset)?;
+        drop(held);
+        if self.cfg.fault_around {
+            self.hand_over_readahead(offset, around);
+        }
+        self.trim_cache();
+        Ok(source)
+    }
+
+    /// Reads the target page, reading ahead as the policy says.
+    fn read_target(&self, offset: u64, page: &mut [u8]) -> Result<Source, ZswapError> {
+        if let Some(cached) = self.cache.lock().pages.remove(&offset) {
+            page.copy_from_slice(&cached.data);
+            Counters::add(&self.counters.swap_ra_hit, 1);
+            return Ok(Source::SwapCache);
+        }
+        if self.is_zero(offset) {
+            page.fill(0);
+            Counters::add(&self.counters.swpin_zero, 1);
+            return Ok(Source::Zero);
+        }
+        if self.zswap.present(offset) {
+            if self.cfg.readahead == Readahead::Always {
+                self.readahead(offset, true);
+            }
+            if self.zswap.load(offset, page)? {
+                return Ok(Source::Zswap);
+            }
+        }
+        if self.dev.is_written(offset) {
+            self.dev.read_page(offset, page)?;
+            Counters::add(&self.counters.pswpin, 1);
+            match self.cfg.readahead {
+                Readahead::Always | Readahead::BypassZswap => self.readahead(offset, true),
+                Readahead::DiskOnly => self.readahead(offset, false),
+                Readahead::Off => {}
+            }
+            return Ok(Source::Disk);
+        }
+        Err(ZswapError::NotStored(offset))
+    }
+
+    /// Reads the other pages of `offset`'s cluster into the swap cache.
+    fn readahead(&self, offset: u64, from_zswap: bool) {
+        let mask = (1u64 << self.cfg.page_cluster) - 1;
+        let (start, end) = (
+            offset & !mask,
+            (offset | mask).min(self.dev.nr_slots() as u64 - 1),
+        );
+        let mut buf = vec![0u8; PAGE_SIZE];
+        for n in (start..=end).filter(|&n| n != offset) {
+            // Never wait for a neighbour: its owner may be reading ahead too.
+            if n as usize % SLOT_LOCKS == offset as usize % SLOT_LOCKS {
+                continue;
+            }
+            let Some(_held) = self.slot_lock(n).try_lock() else {
+                continue;
+            };
+            if self.cache.lock().pages.contains_key(&n) || self.is_zero(n) {
+                continue;
+            }
+            let dirty = if self.zswap.present(n) {
+                if !from_zswap || !matches!(self.zswap.load(n, &mut buf), Ok(true)) {
+                    continue;
+                }
+                true
+            } else if self.dev.is_written(n) && self.dev.read_page(n, &mut buf).is_ok() {
+                Counters::add(&self.counters.pswpin, 1);
+                false
+            } else {
+                continue;
+            };
+            Counters::add(&self.counters.swap_ra, 1);
+            let mut cache = self.cache.lock();
+            cache.pages.insert(
+                n,
+                CachedPage {
+                    data: buf.clone().into_boxed_slice(),
+                    dirty,
+                },
+            );
+            cache.order.push_back(n);
+        }
+    }
+
+    /// Fault-around: readahead pages of `offset`'s cluster go to the caller.
+    fn hand_over_readahead(&self, offset: u64, around: &mut Vec<AroundPage>) {
+        let mask = (1u64 << self.cfg.page_cluster) - 1;
+        for n in (offset & !mask)..=(offset | mask) {
+            let Some(_held) = self.slot_lock(n).try_lock() else {
+                continue;
+            };
+            let Some(p) = self.cache.lock().pages.remove(&n) else {
+                continue;
+            };
+            if self.release_slot(n).is_ok() {
+                Counters::add(&self.counters.swap_ra_hit, 1);
+                around.push((n, p.data));
+            }
+        }
+    }
+
+    /// Frees the slot and everything it holds (the caller has its lock).
+    fn release_slot(&self, offset: u64) -> Result<(), ZswapError> {
+        self.drop_contents(offset);
+        Ok(self.dev.free(offset)?)
+    }
+
+    /// Drops the oldest swap-cache pages past the cache's size. A page that
+    /// came from zswap is stored again (its compressed copy is gone).
+    fn trim_cache(&self) {
+        loop {
+            let victim = {
+                let mut c = self.cache.lock();
+                if c.pages.len() <= self.cfg.swap_cache_pages {
+                    return;
+                }
+                match c.order.pop_front() {
+                    Some(n) => n,
+                    None => return,
+                }
+            };
+            let Some(_held) = self.slot_lock(victim).try_lock() else {
+                continue;
+            };
+            let Some(p) = self.cache.lock().pages.remove(&victim) else {
+                continue;
+            };
+            if p.dirty && self.store_again(victim, &p.data).is_err() {
+                // Could not store it anywhere: keep it cached rather than lose it.
+                let mut c = self.cache.lock();
+                c.pages.insert(victim, p);
+                c.order.push_back(victim);
+                return;
+            }
+        }
+    }
+
+    fn store_again(&self, offset: u64, data: &[u8]) -> Result<(), ZswapError> {
+        match self.zswap.store(&[data], &[offset]) {
+            Ok(()) => Ok(()),
+            Err(_) if self.cfg.writeback => {
+                self.dev.write_pages(&[offset], &[data])?;
+                Counters::add(&self.counters.pswpout, 1);
+                Ok(())
+            }
+            Err(r) => Err(ZswapError::Rejected(r)),
+        }
+    }
+
+    /// Frees the slot at `offset` and whatever it holds (the process no
+    /// longer maps the page).
+    pub fn free(&self, offset: u64) -> Result<(), ZswapError> {
+        self.check_offsets(&[offset])?;
+        let _held = self.slot_lock(offset).lock();
+        self.release_slot(offset)
+    }
+
+    /// Writes up to `n` of zswap's coldest pages back to the swap file, in
+    /// batches of [`WRITEBACK_BATCH`]. Returns how many were written back.
+    /// An I/O error keeps the pages in zswap and is returned after the
+    /// batch.
+    pub fn writeback(&self, n: usize) -> Result<usize, ZswapError> {
+        if !self.cfg.writeback {
+            return Ok(0);
+        }
+        let mut done = 0;
+        while done < n {
+            let victims = self.zswap.pick_victims((n - done).min(WRITEBACK_BATCH));
+            if victims.is_empty() {
+                break;
+            }
+            done += self.writeback_batch(victims)?;
+        }
+        Ok(done)
+    }
+
+    fn writeback_batch(&self, victims: Vec<crate::zswap::Victim>) -> Result<usize, ZswapError> {
+        let mut held = Vec::new();
+        let mut pages: Vec<Vec<u8>> = Vec::new();
+        let mut taken = Vec::new();
+        for v in victims {
+            // A busy slot is being swapped in or freed: skip it this round.
+            let Some(g) = self.slot_lock(v.offset).try_lock() else {
+                self.zswap.requeue(v);
+                continue;
+            };
+            let mut page = vec![0u8; PAGE_SIZE];
+            if matches!(self.zswap.read_victim(v, &mut page), Ok(true)) {
+                held.push(g);
+                pages.push(page);
+                taken.push(v);
+            }
+        }
+        let offsets: Vec<u64> = taken.iter().map(|v| v.offset).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        let result = self.dev.write_pages(&offsets, &refs);
+        let written = match &result {
+            Ok(()) => taken.len(),
+            // write_pages stops at the failing slot; those before it are good.
+            Err(swapfile::SwapError::Io { slot, .. }) => {
+                offsets.iter().position(|o| o == slot).unwrap_or(0)
+            }
+            Err(_) => 0,
+        };
+        for (i, v) in taken.into_iter().enumerate() {
+            if i < written {
+                self.zswap.finish_writeback(v);
+            } else {
+                self.zswap.requeue(v);
+            }
+        }
+        Counters::add(&self.counters.pswpout, written);
+        drop(held);
+        match result {
+            Ok(()) => Ok(written),
+            Err(e) => {
+                Counters::add(&self.counters.writeback_errors, 1);
+                Err(e.into())
+            }
+        }
+    }
+
+    fn kick_shrinker(&self) {
+        if let Some(s) = self.shrinker.lock().as_ref() {
+            let (flag, cv) = &*s.wake;
+            *flag.lock() = true;
+            cv.notify_one();
+        } else {
+            Counters::add(&self.counters.reject_reclaim_fail, 1);
+        }
+    }
+
+    /// The pool is over its accept threshold: write back until it is not.
+    fn shrink_to_accept(&self) {
+        while self.zswap.over_limit() || self.zswap.pages_over_accept() > 0 {
+            match self.writeback(WRITEBACK_BATCH) {
+                Ok(0) | Err(_) => {
+                    Counters::add(&self.counters.reject_reclaim_fail, 1);
+                    return;
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// All counters, with the kernel's names.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.counters.snapshot();
+        s.stored_pages = self.zswap.stored_pages() as u64;
+        s.pool_total_size = self.zswap.pool_total_size() as u64;
+        s.swap_cache_pages = self.cache.lock().pages.len() as u64;
+        s
+    }
+}
+
+impl Shrinker {
+    fn start(swap: Weak<Swap>) -> Self {
+        let wake = Arc::new((Mutex::new(false), Condvar::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (w, st) = (wake.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("uzswap-shrink".into())
+            .spawn(move || loop {
+                {
+                    let (flag, cv) = &*w;
+                    let mut f = flag.lock();
+                    while !*f && !st.load(Ordering::Acquire) {
+                        cv.wait(&mut f);
+                    }
+                    *f = false;
+                }
+                if st.load(Ordering::Acquire) {
+                    return;
+                }
+                match swap.upgrade() {
+                    Some(s) => s.shrink_to_accept(),
+                    None => return,
+                }
+            })
+            .expect("spawning the shrinker");
+        Self {
+            wake,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Swap {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.shrinker.lock().take() {
+            s.stop.store(true, Ordering::Release);
+            s.wake.1.notify_all();
+            // The shrinker may itself drop the last reference: never join self.
+            if let Some(t) = s
+                .thread
+                .take()
+                .filter(|t| t.thread().id() != std::thread::current().id())
+            {
+                let _ = t.join();
+            }
+        }
+    }
+}

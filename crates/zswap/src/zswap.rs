@@ -1,0 +1,347 @@
+//! The compressed cache (mm/zswap.c's job): a tree from swap offset to
+//! entry, a second-chance LRU, the pool limit, batched stores.
+
+use crate::stats::Counters;
+use crate::{Config, ZswapError};
+use compress::{new_compressor, Batch, CompressError, Compressor, PAGE_SIZE};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use zsmalloc::{Handle, Pool};
+
+const TREE_SHARDS: usize = 64;
+
+/// One shard of the offset → entry tree (the kernel's xarray).
+type TreeShard = RwLock<HashMap<u64, Arc<Entry>>>;
+
+/// One stored page.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    handle: Handle,
+    /// Bytes stored; `PAGE_SIZE` means stored raw (did not compress).
+    length: usize,
+    /// Set at store; the LRU walk clears it once before writing back
+    /// (second chance).
+    referenced: AtomicBool,
+    /// Tells an LRU record from a later entry at the same offset.
+    generation: u64,
+}
+
+/// Why a store was refused; the folio stays with the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Reject {
+    #[error("zswap is disabled")]
+    Disabled,
+    #[error("the pool is at its limit")]
+    PoolLimit,
+    #[error("a page did not compress and writeback is off")]
+    CompressPoor,
+    #[error("compression failed and writeback is off")]
+    CompressFail,
+    #[error("the pool could not allocate")]
+    AllocFail,
+}
+
+/// A victim picked for writeback: its offset and entry generation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Victim {
+    pub(crate) offset: u64,
+    generation: u64,
+}
+
+/// The compressed cache.
+pub struct Zswap {
+    pool: Pool,
+    compressor: Box<dyn Compressor>,
+    tree: Box<[TreeShard]>,
+    lru: Mutex<VecDeque<Victim>>,
+    batches: Mutex<Vec<Batch>>,
+    full: AtomicBool,
+    next_generation: AtomicU64,
+    /// Entries in the tree (the LRU may hold stale records beside them).
+    stored: AtomicUsize,
+    max_pool_pages: usize,
+    accept_pages: usize,
+    cfg: Config,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for Zswap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zswap")
+            .field("compressor", &self.compressor.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Zswap {
+    pub(crate) fn new(cfg: &Config, counters: Arc<Counters>) -> Result<Self, ZswapError> {
+        cfg.validate()?;
+        let max_pool_pages = cfg.max_pool_bytes() / PAGE_SIZE;
+        // The arena reserves address space only; give it room above the limit.
+        let arena = (cfg.max_pool_bytes() * 2).max(16 << 20);
+        let pool = Pool::new(zsmalloc::Config::default().with_arena_bytes(arena))?;
+        Ok(Self {
+            pool,
+            compressor: new_compressor(cfg.compressor, &cfg.compressor_backend),
+            tree: (0..TREE_SHARDS)
+                .map(|_| RwLock::new(HashMap::new()))
+                .collect(),
+            lru: Mutex::new(VecDeque::new()),
+            batches: Mutex::new(Vec::new()),
+            full: AtomicBool::new(false),
+            next_generation: AtomicU64::new(1),
+            stored: AtomicUsize::new(0),
+            max_pool_pages,
+            accept_pages: max_pool_pages * cfg.accept_threshold_percent as usize / 100,
+            cfg: cfg.clone(),
+            counters,
+        })
+    }
+
+    fn shard(&self, offset: u64) -> &TreeShard {
+        &self.tree[(offset as usize) % TREE_SHARDS]
+    }
+
+    /// Whether `offset` has an entry (`zswap_present_test`).
+    pub fn present(&self, offset: u64) -> bool {
+        self.shard(offset).read().contains_key(&offset)
+    }
+
+    pub fn stored_pages(&self) -> usize {
+        self.stored.load(Ordering::Relaxed)
+    }
+
+    pub fn pool_total_size(&self) -> usize {
+        self.pool.pages_allocated() * PAGE_SIZE
+    }
+
+    pub fn compressor(&self) -> &dyn Compressor {
+        self.compressor.as_ref()
+    }
+
+    /// True if the pool is over its limit, or was and has not yet come
+    /// down below the accept threshold (`zswap_check_limits`).
+    pub(crate) fn over_limit(&self) -> bool {
+        let cur = self.pool.pages_allocated();
+        if cur >= self.max_pool_pages {
+            self.full.store(true, Ordering::Relaxed);
+        } else if self.full.load(Ordering::Relaxed) && cur <= self.accept_pages {
+            self.full.store(false, Ordering::Relaxed);
+        }
+        self.full.load(Ordering::Relaxed)
+    }
+
+    /// Pages above the accept threshold (what the shrinker should free).
+    pub(crate) fn pages_over_accept(&self) -> usize {
+        self.pool
+            .pages_allocated()
+            .saturating_sub(self.accept_pages)
+    }
+
+    /// Stores `pages` at `offsets`, all or nothing. Callers hold the slot
+    /// locks of every offset.
+    pub(crate) fn store(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<(), Reject> {
+        if !self.cfg.enabled {
+            return Err(Reject::Disabled);
+        }
+        if self.over_limit() {
+            Counters::add(&self.counters.pool_limit_hit, 1);
+            return Err(Reject::PoolLimit);
+        }
+        let mut stored: Vec<(Handle, usize)> = Vec::with_capacity(pages.len());
+        let mut batch = self.batches.lock().pop().unwrap_or_default();
+        let mut result = Ok(());
+        for chunk in pages.chunks(self.cfg.store_batch) {
+            self.compressor.compress_batch(chunk, &mut batch);
+            if let Err(e) = self.store_batch(chunk, &batch, &mut stored) {
+                result = Err(e);
+                break;
+            }
+        }
+        self.batches.lock().push(batch);
+        if let Err(e) = result {
+            for (h, _) in stored {
+                let _ = self.pool.free(h);
+            }
+            return Err(e);
+        }
+        for (&offset, (handle, length)) in offsets.iter().zip(stored) {
+            self.insert(offset, handle, length);
+        }
+        Counters::add(&self.counters.zswpout, pages.len());
+        Ok(())
+    }
+
+    /// Moves one compressed batch into the pool (seed 000's rules).
+    fn store_batch(
+        &self,
+        pages: &[&[u8]],
+        batch: &Batch,
+        stored: &mut Vec<(Handle, usize)>,
+    ) -> Result<(), Reject> {
+        let outputs: Vec<Result<&[u8], CompressError>> =
+            (0..pages.len()).map(|i| batch.output(i)).collect();
+        if !self.cfg.writeback {
+            // Without writeback an unstorable page only adds metadata: reject
+            // the folio, counting every failing page of the batch.
+            let (mut poor, mut fail) = (0, 0);
+            for out in &outputs {
+                match out {
+                    Ok(_) => {}
+                    Err(CompressError::Incompressible(_)) => poor += 1,
+                    Err(_) => fail += 1,
+                }
+            }
+            Counters::add(&self.counters.reject_compress_poor, poor);
+            Counters::add(&self.counters.reject_compress_fail, fail);
+            if poor + fail > 0 {
+                return Err(if poor > 0 {
+                    Reject::CompressPoor
+                } else {
+                    Reject::CompressFail
+                });
+            }
+        }
+        for (page, out) in pages.iter().zip(outputs) {
+            // With writeback on, a page that failed is stored as it is, to
+            // keep the LRU order of writebacks.
+            let data: &[u8] = out.unwrap_or(page);
+            let handle = self.pool.malloc(data.len()).map_err(|_| {
+                Counters::add(&self.counters.reject_alloc_fail, 1);
+                Reject::AllocFail
+            })?;
+            self.pool
+                .write(handle, data)
+                .expect("fresh handle, size within its class");
+            stored.push((handle, data.len()));
+        }
+        Ok(())
+    }
+
+    fn insert(&self, offset: u64, handle: Handle, length: usize) {
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(Entry {
+            handle,
+            length,
+            referenced: AtomicBool::new(true),
+            generation,
+        });
+        match self.shard(offset).write().insert(offset, entry) {
+            Some(old) => drop(self.pool.free(old.handle)),
+            None => drop(self.stored.fetch_add(1, Ordering::Relaxed)),
+        }
+        let mut lru = self.lru.lock();
+        lru.push_back(Victim { offset, generation });
+        // Loads and invalidations leave stale records; sweep when they dominate.
+        if lru.len() > 2 * self.stored.load(Ordering::Relaxed) + 4096 {
+            lru.retain(|v| {
+                self.shard(v.offset)
+                    .read()
+                    .get(&v.offset)
+                    .is_some_and(|e| e.generation == v.generation)
+            });
+        }
+    }
+
+    /// Decompresses the entry at `offset` into `page` and drops it
+    /// (exclusive load). `Ok(false)`: no entry. On a decompression error the
+    /// entry stays, so nothing is lost.
+    pub(crate) fn load(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
+        let Some(entry) = self.shard(offset).read().get(&offset).cloned() else {
+            return Ok(false);
+        };
+        self.decompress(offset, &entry, page)?;
+        self.remove_if_same(offset, &entry);
+        Counters::add(&self.counters.zswpin, 1);
+        Ok(true)
+    }
+
+    fn decompress(&self, offset: u64, entry: &Entry, page: &mut [u8]) -> Result<(), ZswapError> {
+        let mut buf = [0u8; PAGE_SIZE];
+        let data = &mut buf[..entry.length];
+        self.pool.read(entry.handle, data)?;
+        if entry.length == PAGE_SIZE {
+            page.copy_from_slice(data);
+            return Ok(());
+        }
+        self.compressor
+            .decompress_page(data, page, PAGE_SIZE)
+            .map(drop)
+            .map_err(|source| ZswapError::Decompress { offset, source })
+    }
+
+    fn remove_if_same(&self, offset: u64, entry: &Arc<Entry>) -> bool {
+        let mut shard = self.shard(offset).write();
+        if shard.get(&offset).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            shard.remove(&offset);
+            drop(shard);
+            self.stored.fetch_sub(1, Ordering::Relaxed);
+            let _ = self.pool.free(entry.handle);
+            return true;
+        }
+        false
+    }
+
+    /// Drops the entry at `offset`, if any.
+    pub(crate) fn invalidate(&self, offset: u64) {
+        let removed = self.shard(offset).write().remove(&offset);
+        if let Some(e) = removed {
+            self.stored.fetch_sub(1, Ordering::Relaxed);
+            let _ = self.pool.free(e.handle);
+        }
+    }
+
+    /// Up to `n` entries to write back, coldest first: an entry still
+    /// marked referenced gets a second chance (cleared, moved to the tail).
+    pub(crate) fn pick_victims(&self, n: usize) -> Vec<Victim> {
+        let mut lru = self.lru.lock();
+        let mut out = Vec::new();
+        let mut budget = lru.len() * 2;
+        while out.len() < n && budget > 0 {
+            budget -= 1;
+            let Some(v) = lru.pop_front() else { break };
+            let entry = self.shard(v.offset).read().get(&v.offset).cloned();
+            match entry {
+                Some(e) if e.generation == v.generation => {
+                    if e.referenced.swap(false, Ordering::Relaxed) {
+                        lru.push_back(v);
+                    } else {
+                        out.push(v);
+                    }
+                }
+                _ => {} // stale record: the entry was loaded, freed or replaced
+            }
+        }
+        out
+    }
+
+    /// Decompresses a victim for writeback, if it is still the same entry.
+    /// The caller holds the victim's slot lock.
+    pub(crate) fn read_victim(&self, v: Victim, page: &mut [u8]) -> Result<bool, ZswapError> {
+        let entry = self.shard(v.offset).read().get(&v.offset).cloned();
+        match entry {
+            Some(e) if e.generation == v.generation => {
+                self.decompress(v.offset, &e, page).map(|()| true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// The victim's page is safely on disk: drop it from the cache.
+    pub(crate) fn finish_writeback(&self, v: Victim) {
+        let entry = self.shard(v.offset).read().get(&v.offset).cloned();
+        if let Some(e) = entry.filter(|e| e.generation == v.generation) {
+            if self.remove_if_same(v.offset, &e) {
+                Counters::add(&self.counters.zswpwb, 1);
+                Counters::add(&self.counters.written_back_pages, 1);
+            }
+        }
+    }
+
+    /// The victim's writeback failed: keep it, at the LRU tail.
+    pub(crate) fn requeue(&self, v: Victim) {
+        self.lru.lock().push_back(v);
+    }
+}

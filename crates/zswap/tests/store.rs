@@ -1,0 +1,451 @@
+//! zswap and the swap layer: seed 000's store rules, the pool limit,
+//! writeback, readahead policies, I/O faults, and a model-based test.
+
+use compress::corpus::Corpus;
+use compress::Algorithm;
+use proptest::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+use swapfile::{FaultPlan, FaultyIo, FileIo, SwapError, SwapFile};
+use zswap::{Config, Readahead, Reject, Source, Swap, ZswapError, PAGE_SIZE};
+
+fn cfg() -> Config {
+    Config {
+        shrinker_enabled: false,
+        swapfile_pages: 4096,
+        ..Config::default()
+    }
+}
+
+fn text_page(tag: u64) -> Vec<u8> {
+    let mut p = Corpus::synthetic(1, tag)
+        .group("text")
+        .unwrap()
+        .pages()
+        .next()
+        .unwrap()
+        .to_vec();
+    p[..8].copy_from_slice(&tag.to_le_bytes());
+    p
+}
+
+fn random_page(tag: u64) -> Vec<u8> {
+    Corpus::synthetic(1, tag)
+        .group("random")
+        .unwrap()
+        .pages()
+        .next()
+        .unwrap()
+        .to_vec()
+}
+
+fn out(swap: &Swap, pages: &[Vec<u8>]) -> Vec<u64> {
+    let slots = swap.alloc_slots(pages.len()).unwrap();
+    let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+    swap.swap_out(&refs, &slots).unwrap();
+    slots
+}
+
+fn swap_in(swap: &Swap, slot: u64) -> (Vec<u8>, Source) {
+    let mut page = vec![0u8; PAGE_SIZE];
+    let src = swap.swap_in(slot, &mut page, &mut Vec::new()).unwrap();
+    (page, src)
+}
+
+#[test]
+fn incompressible_pages_are_stored_raw_with_writeback_on() {
+    let swap = Swap::new(cfg()).unwrap();
+    let page = random_page(1);
+    let slots = out(&swap, std::slice::from_ref(&page));
+    let s = swap.stats();
+    assert_eq!(
+        (s.zswpout, s.reject_compress_poor, s.stored_pages),
+        (1, 0, 1)
+    );
+    assert_eq!(swap_in(&swap, slots[0]), (page, Source::Zswap));
+}
+
+#[test]
+fn incompressible_page_rejects_the_whole_folio_with_writeback_off() {
+    let swap = Swap::new(Config {
+        writeback: false,
+        ..cfg()
+    })
+    .unwrap();
+    let folio = [text_page(1), random_page(2), text_page(3)];
+    let slots = swap.alloc_slots(3).unwrap();
+    let refs: Vec<&[u8]> = folio.iter().map(Vec::as_slice).collect();
+    let err = swap.swap_out(&refs, &slots).unwrap_err();
+    assert!(
+        matches!(err, ZswapError::Rejected(Reject::CompressPoor)),
+        "{err}"
+    );
+    let s = swap.stats();
+    assert_eq!(
+        (s.reject_compress_poor, s.zswpout, s.stored_pages, s.pswpout),
+        (1, 0, 0, 0)
+    );
+    assert_eq!(
+        s.pool_total_size, 0,
+        "the folio's compressed pages were freed again"
+    );
+    let mut page = vec![0u8; PAGE_SIZE];
+    assert!(matches!(
+        swap.swap_in(slots[0], &mut page, &mut Vec::new()),
+        Err(ZswapError::NotStored(_))
+    ));
+}
+
+#[test]
+fn zero_pages_take_no_pool_memory() {
+    let swap = Swap::new(cfg()).unwrap();
+    let slots = out(
+        &swap,
+        &[vec![0u8; PAGE_SIZE], text_page(4), vec![0u8; PAGE_SIZE]],
+    );
+    let s = swap.stats();
+    assert_eq!((s.swpout_zero, s.zswpout, s.stored_pages), (2, 1, 1));
+    assert_eq!(
+        swap_in(&swap, slots[0]),
+        (vec![0u8; PAGE_SIZE], Source::Zero)
+    );
+    assert_eq!(swap_in(&swap, slots[1]).0, text_page(4));
+    assert_eq!(swap.stats().swpin_zero, 1);
+}
+
+#[test]
+fn every_compressor_and_batching_path_round_trips() {
+    let corpus = Corpus::sample().unwrap();
+    let pages: Vec<Vec<u8>> = corpus.pages().step_by(7).map(<[u8]>::to_vec).collect();
+    for algorithm in Algorithm::ALL {
+        for store_batch in [1, 8] {
+            let swap = Swap::new(Config {
+                compressor: algorithm,
+                store_batch,
+                ..cfg()
+            })
+            .unwrap();
+            let slots: Vec<u64> = pages.chunks(16).flat_map(|f| out(&swap, f)).collect();
+            for (slot, page) in slots.iter().zip(&pages) {
+                assert_eq!(
+                    &swap_in(&swap, *slot).0,
+                    page,
+                    "{algorithm} batch {store_batch}"
+                );
+            }
+            assert_eq!(swap.stats().stored_pages, 0);
+        }
+    }
+}
+
+#[test]
+fn pool_limit_sends_pages_to_disk_until_below_the_accept_threshold() {
+    // A 256 KiB pool: fills after ~100 text pages.
+    let c = Config {
+        total_ram_bytes: 1 << 20,
+        max_pool_percent: 25,
+        accept_threshold_percent: 50,
+        ..cfg()
+    };
+    let swap = Swap::new(c).unwrap();
+    let pages: Vec<Vec<u8>> = (0..400).map(text_page).collect();
+    let slots: Vec<u64> = pages.chunks(4).flat_map(|f| out(&swap, f)).collect();
+    let s = swap.stats();
+    assert!(s.pool_limit_hit > 0 && s.pswpout > 0, "{s}");
+    // The limit is checked before each folio (as the kernel does), so the
+    // pool may overshoot by a folio and a zspage: well under 64 KiB here.
+    assert!(s.pool_total_size <= (256 + 64) << 10, "{s}");
+    // Hysteresis: still refused while above the accept threshold.
+    let hits = s.pool_limit_hit;
+    out(&swap, &[text_page(1000)]);
+    assert_eq!(swap.stats().pool_limit_hit, hits + 1);
+    // Write back until below it; stores are accepted again.
+    swap.writeback(usize::MAX).unwrap();
+    let before = swap.stats().zswpout;
+    out(&swap, &[text_page(1001)]);
+    assert_eq!(swap.stats().zswpout, before + 1);
+    for (slot, page) in slots.iter().zip(&pages) {
+        assert_eq!(&swap_in(&swap, *slot).0, page);
+    }
+}
+
+#[test]
+fn writeback_takes_the_coldest_entry_after_a_second_chance() {
+    let swap = Swap::new(cfg()).unwrap();
+    let a = out(&swap, &[text_page(1)])[0];
+    let b = out(&swap, &[text_page(2)])[0];
+    assert_eq!(swap.writeback(1).unwrap(), 1);
+    assert!(
+        !swap.zswap().present(a) && swap.device().is_written(a),
+        "oldest goes first"
+    );
+    assert!(swap.zswap().present(b));
+    let s = swap.stats();
+    assert_eq!((s.zswpwb, s.written_back_pages, s.pswpout), (1, 1, 1));
+    assert_eq!(swap_in(&swap, a), (text_page(1), Source::Disk));
+}
+
+fn cluster_with_half_on_disk(policy: Readahead, fault_around: bool) -> (Arc<Swap>, Vec<u64>) {
+    let swap = Swap::new(Config {
+        readahead: policy,
+        fault_around,
+        page_cluster: 3,
+        ..cfg()
+    })
+    .unwrap();
+    let pages: Vec<Vec<u8>> = (0..8).map(text_page).collect();
+    let slots = out(&swap, &pages);
+    assert_eq!(slots, (0..8).collect::<Vec<u64>>(), "one aligned cluster");
+    swap.writeback(4).unwrap(); // slots 0..4 now on disk, 4..8 in zswap
+    (swap, slots)
+}
+
+#[test]
+fn readahead_policies_follow_seed_002() {
+    // Faulting page in zswap.
+    let (swap, _) = cluster_with_half_on_disk(Readahead::Always, false);
+    assert_eq!(swap_in(&swap, 5).1, Source::Zswap);
+    let s = swap.stats();
+    assert_eq!(
+        s.swap_ra, 7,
+        "always: the whole cluster, zswap and disk: {s}"
+    );
+    assert_eq!(
+        s.zswpin, 4,
+        "the target plus three zswap neighbours decompressed"
+    );
+
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap, false);
+    assert_eq!(swap_in(&swap, 5).1, Source::Zswap);
+    assert_eq!(
+        (swap.stats().swap_ra, swap.stats().zswpin),
+        (0, 1),
+        "bypass: no readahead from zswap"
+    );
+
+    // Faulting page on disk.
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap, false);
+    assert_eq!(swap_in(&swap, 1).1, Source::Disk);
+    assert_eq!(
+        swap.stats().swap_ra,
+        7,
+        "a disk fault still reads its cluster"
+    );
+    assert_eq!(swap_in(&swap, 2), (text_page(2), Source::SwapCache));
+    assert_eq!(swap.stats().swap_ra_hit, 1);
+
+    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly, false);
+    assert_eq!(swap_in(&swap, 1).1, Source::Disk);
+    let s = swap.stats();
+    assert_eq!(
+        (s.swap_ra, s.zswpin),
+        (3, 0),
+        "disk-only: just the disk neighbours"
+    );
+}
+
+#[test]
+fn fault_around_hands_readahead_pages_to_the_caller() {
+    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly, true);
+    let mut page = vec![0u8; PAGE_SIZE];
+    let mut around = Vec::new();
+    assert_eq!(
+        swap.swap_in(1, &mut page, &mut around).unwrap(),
+        Source::Disk
+    );
+    let mut got: Vec<u64> = around.iter().map(|a| a.0).collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![0, 2, 3]);
+    for (slot, data) in &around {
+        assert_eq!(&data[..], &text_page(*slot)[..]);
+    }
+    let s = swap.stats();
+    assert_eq!((s.swap_ra_hit, s.swap_cache_pages), (3, 0));
+    assert_eq!(
+        swap.device().free_slots(),
+        4096 - 4,
+        "handed-over slots are freed"
+    );
+}
+
+fn faulty_swap(c: Config) -> (Arc<Swap>, FaultPlan) {
+    let plan = FaultPlan::default();
+    let io = FaultyIo::new(
+        Box::new(FileIo::create_anonymous(&std::env::temp_dir()).unwrap()),
+        plan.clone(),
+    );
+    let dev = SwapFile::new(Box::new(io), c.swapfile_pages);
+    (Swap::with_device(c, dev).unwrap(), plan)
+}
+
+#[test]
+fn io_faults_are_clear_errors_and_lose_no_page() {
+    let (swap, plan) = faulty_swap(cfg());
+    let pages: Vec<Vec<u8>> = (0..4).map(text_page).collect();
+    let slots = out(&swap, &pages);
+
+    // EIO / ENOSPC during writeback: the entries stay in zswap.
+    plan.fail_writes_of(slots[0]);
+    assert!(matches!(
+        swap.writeback(4),
+        Err(ZswapError::Device(SwapError::Io { .. }))
+    ));
+    assert!(swap.zswap().present(slots[0]));
+    plan.clear();
+    plan.fail_writes_after(0, libc::ENOSPC);
+    assert!(swap.writeback(4).is_err());
+    assert_eq!(swap.stats().stored_pages, 4);
+    assert!(swap.stats().writeback_errors >= 2);
+    plan.clear();
+    assert_eq!(swap.writeback(4).unwrap(), 4);
+
+    // A corrupt block or a read error is an error, never another page.
+    plan.corrupt_reads_of(slots[1]);
+    plan.fail_reads_of(slots[2]);
+    let mut page = vec![0u8; PAGE_SIZE];
+    let corrupt = swap
+        .swap_in(slots[1], &mut page, &mut Vec::new())
+        .unwrap_err();
+    assert!(
+        matches!(corrupt, ZswapError::Device(SwapError::Corrupt { .. })),
+        "{corrupt}"
+    );
+    assert!(matches!(
+        swap.swap_in(slots[2], &mut page, &mut Vec::new()),
+        Err(ZswapError::Device(SwapError::Io { .. }))
+    ));
+    // The slots were kept: once the device recovers, the pages come back.
+    plan.clear();
+    for (slot, p) in slots.iter().zip(&pages) {
+        assert_eq!(&swap_in(&swap, *slot).0, p);
+    }
+
+    // ENOSPC when zswap rejects and the folio must go to disk: clear error,
+    // the caller keeps the folio.
+    let (swap, plan) = faulty_swap(Config {
+        enabled: false,
+        ..cfg()
+    });
+    plan.fail_writes_after(0, libc::ENOSPC);
+    let s = swap.alloc_slots(1).unwrap();
+    assert!(matches!(
+        swap.swap_out(&[&text_page(9)], &s),
+        Err(ZswapError::Device(_))
+    ));
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let swap = Swap::new(cfg()).unwrap();
+    let mut page = vec![0u8; PAGE_SIZE];
+    assert!(matches!(
+        swap.swap_in(1 << 40, &mut page, &mut Vec::new()),
+        Err(ZswapError::BadOffset(_))
+    ));
+    assert!(matches!(
+        swap.swap_out(&[&[0u8; 100]], &[0]),
+        Err(ZswapError::BadFolio)
+    ));
+    assert!(matches!(swap.swap_out(&[], &[]), Err(ZswapError::BadFolio)));
+    assert!(matches!(
+        swap.free(5),
+        Err(ZswapError::Device(SwapError::InvalidSlot(5)))
+    ));
+    let bad = Config {
+        max_pool_percent: 0,
+        ..cfg()
+    };
+    assert!(matches!(Swap::new(bad), Err(ZswapError::Config(_))));
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Out(Vec<u8>), // page kinds: 0 zero, 1 text, 2 random
+    In(usize),
+    Free(usize),
+    Writeback(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => prop::collection::vec(0u8..3, 1..9).prop_map(Op::Out),
+        3 => any::<usize>().prop_map(Op::In),
+        1 => any::<usize>().prop_map(Op::Free),
+        1 => (1usize..20).prop_map(Op::Writeback),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Every page swapped in equals the page swapped out, whatever
+    /// happened in between (writeback, pool limit, readahead, frees).
+    #[test]
+    fn swap_matches_a_hashmap(
+        ops in prop::collection::vec(op(), 1..80),
+        policy in prop_oneof![Just(Readahead::Always), Just(Readahead::BypassZswap), Just(Readahead::DiskOnly)],
+        fault_around: bool,
+        writeback: bool,
+    ) {
+        let c = Config {
+            readahead: policy, fault_around, writeback,
+            total_ram_bytes: 1 << 20, max_pool_percent: 10, swap_cache_pages: 4,
+            swapfile_pages: 1024, ..cfg()
+        };
+        let swap = Swap::new(c).unwrap();
+        let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut tag = 0u64;
+        for op in ops {
+            match op {
+                Op::Out(kinds) => {
+                    let pages: Vec<Vec<u8>> = kinds.iter().map(|k| { tag += 1; match k {
+                        0 => vec![0u8; PAGE_SIZE], 1 => text_page(tag), _ => random_page(tag) } }).collect();
+                    let slots = swap.alloc_slots(pages.len()).unwrap();
+                    let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+                    match swap.swap_out(&refs, &slots) {
+                        Ok(_) => model.extend(slots.into_iter().zip(pages)),
+                        Err(ZswapError::Rejected(_)) => {
+                            prop_assert!(!writeback);
+                            for s in slots { swap.free(s).unwrap(); }
+                        }
+                        Err(e) => prop_assert!(false, "{}", e),
+                    }
+                }
+                Op::In(i) if !model.is_empty() => {
+                    let mut keys: Vec<u64> = model.keys().copied().collect();
+                    keys.sort_unstable();
+                    let slot = keys[i % keys.len()];
+                    let mut page = vec![0u8; PAGE_SIZE];
+                    let mut around = Vec::new();
+                    swap.swap_in(slot, &mut page, &mut around).unwrap();
+                    prop_assert_eq!(&page, &model.remove(&slot).unwrap());
+                    for (s, data) in around {
+                        prop_assert_eq!(&data[..], &model.remove(&s).unwrap()[..]);
+                    }
+                }
+                Op::Free(i) if !model.is_empty() => {
+                    let slot = *model.keys().nth(i % model.len()).unwrap();
+                    model.remove(&slot);
+                    swap.free(slot).unwrap();
+                }
+                Op::Writeback(n) => { swap.writeback(n).unwrap(); }
+                _ => {}
+            }
+            prop_assert_eq!(swap.device().free_slots(), 1024 - model.len());
+        }
+        // Drain: fault-around hands neighbours over with each swap-in.
+        let mut keys: Vec<u64> = model.keys().copied().collect();
+        keys.sort_unstable();
+        for slot in keys {
+            let Some(page) = model.remove(&slot) else { continue };
+            let mut got = vec![0u8; PAGE_SIZE];
+            let mut around = Vec::new();
+            swap.swap_in(slot, &mut got, &mut around).unwrap();
+            prop_assert_eq!(&got, &page);
+            for (s, data) in around {
+                prop_assert_eq!(&data[..], &model.remove(&s).unwrap()[..]);
+            }
+        }
+        prop_assert_eq!(swap.stats().stored_pages, 0);
+    }
+}

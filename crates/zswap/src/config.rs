@@ -62,9 +62,6 @@ pub struct Config {
     /// `vm.page-cluster`: readahead reads clusters of `2^page_cluster` pages.
     pub page_cluster: u32,
     pub readahead: Readahead,
-    /// Hand readahead pages to the caller at fault time (seed 002's
-    /// fault-around), so they need no second fault.
-    pub fault_around: bool,
     /// Most pages the swap cache holds before it drops the oldest.
     pub swap_cache_pages: usize,
     /// Where the swap file is created (it is unlinked at once).
@@ -87,7 +84,6 @@ impl Default for Config {
             store_batch: compress::ZSWAP_MAX_BATCH_SIZE,
             page_cluster: 3,
             readahead: Readahead::BypassZswap,
-            fault_around: false,
             swap_cache_pages: 1024,
             swapfile_dir: std::env::temp_dir(),
             swapfile_pages: 1 << 18,

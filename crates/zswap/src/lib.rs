@@ -17,7 +17,8 @@
 //!   rejected folios go to the swap file ([`swapfile::SwapFile`]); swap-in
 //!   looks in the swap cache, the zero map, zswap, then the file, reading
 //!   ahead by the [`Readahead`] policy (seed 002: none for pages in zswap);
-//!   fault-around hands readahead pages to the caller; a shrinker thread
+//!   fault-around ([`Swap::swap_in_around`]) hands the caller's own
+//!   neighbouring pages that readahead brought in; a shrinker thread
 //!   writes back cold zswap pages in batches when the pool is full.
 //!
 //! ## Invariants

@@ -222,12 +222,20 @@ impl Swap {
     }
 
     /// Swaps in the page at `offset` into `page` and frees the slot. Pages
-    /// read ahead go to the swap cache or, with `fault_around`, into
-    /// `around` for the caller to map now (their slots freed too).
-    pub fn swap_in(
+    /// read ahead stay in the swap cache for their own faults.
+    pub fn swap_in(&self, offset: u64, page: &mut [u8]) -> Result<Source, ZswapError> {
+        self.swap_in_around(offset, page, &[], &mut Vec::new())
+    }
+
+    /// [`Swap::swap_in`] with fault-around (seed 002's follow-up): of the
+    /// caller's `neighbours` (the swap offsets of the virtual pages around
+    /// the fault that are swapped out), those now in the swap cache are
+    /// handed over in `around` to be mapped at once, and their slots freed.
+    pub fn swap_in_around(
         &self,
         offset: u64,
         page: &mut [u8],
+        neighbours: &[u64],
         around: &mut Vec<AroundPage>,
     ) -> Result<Source, ZswapError> {
         if page.len() != PAGE_SIZE {
@@ -238,9 +246,7 @@ impl Swap {
         let source = self.read_target(offset, page)?;
         self.release_slot(offset)?;
         drop(held);
-        if self.cfg.fault_around {
-            self.hand_over_readahead(offset, around);
-        }
+        self.hand_over_cached(offset, neighbours, around);
         self.trim_cache();
         Ok(source)
     }
@@ -321,10 +327,13 @@ impl Swap {
         }
     }
 
-    /// Fault-around: readahead pages of `offset`'s cluster go to the caller.
-    fn hand_over_readahead(&self, offset: u64, around: &mut Vec<AroundPage>) {
-        let mask = (1u64 << self.cfg.page_cluster) - 1;
-        for n in (offset & !mask)..=(offset | mask) {
+    /// Fault-around: the caller's neighbours that sit in the swap cache go
+    /// to the caller.
+    fn hand_over_cached(&self, offset: u64, neighbours: &[u64], around: &mut Vec<AroundPage>) {
+        for &n in neighbours
+            .iter()
+            .filter(|&&n| n != offset && (n as usize) < self.dev.nr_slots())
+        {
             let Some(_held) = self.slot_lock(n).try_lock() else {
                 continue;
             };

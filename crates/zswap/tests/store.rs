@@ -48,7 +48,7 @@ fn out(swap: &Swap, pages: &[Vec<u8>]) -> Vec<u64> {
 
 fn swap_in(swap: &Swap, slot: u64) -> (Vec<u8>, Source) {
     let mut page = vec![0u8; PAGE_SIZE];
-    let src = swap.swap_in(slot, &mut page, &mut Vec::new()).unwrap();
+    let src = swap.swap_in(slot, &mut page).unwrap();
     (page, src)
 }
 
@@ -91,7 +91,7 @@ fn incompressible_page_rejects_the_whole_folio_with_writeback_off() {
     );
     let mut page = vec![0u8; PAGE_SIZE];
     assert!(matches!(
-        swap.swap_in(slots[0], &mut page, &mut Vec::new()),
+        swap.swap_in(slots[0], &mut page),
         Err(ZswapError::NotStored(_))
     ));
 }
@@ -185,10 +185,9 @@ fn writeback_takes_the_coldest_entry_after_a_second_chance() {
     assert_eq!(swap_in(&swap, a), (text_page(1), Source::Disk));
 }
 
-fn cluster_with_half_on_disk(policy: Readahead, fault_around: bool) -> (Arc<Swap>, Vec<u64>) {
+fn cluster_with_half_on_disk(policy: Readahead) -> (Arc<Swap>, Vec<u64>) {
     let swap = Swap::new(Config {
         readahead: policy,
-        fault_around,
         page_cluster: 3,
         ..cfg()
     })
@@ -203,7 +202,7 @@ fn cluster_with_half_on_disk(policy: Readahead, fault_around: bool) -> (Arc<Swap
 #[test]
 fn readahead_policies_follow_seed_002() {
     // Faulting page in zswap.
-    let (swap, _) = cluster_with_half_on_disk(Readahead::Always, false);
+    let (swap, _) = cluster_with_half_on_disk(Readahead::Always);
     assert_eq!(swap_in(&swap, 5).1, Source::Zswap);
     let s = swap.stats();
     assert_eq!(
@@ -215,7 +214,7 @@ fn readahead_policies_follow_seed_002() {
         "the target plus three zswap neighbours decompressed"
     );
 
-    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap, false);
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
     assert_eq!(swap_in(&swap, 5).1, Source::Zswap);
     assert_eq!(
         (swap.stats().swap_ra, swap.stats().zswpin),
@@ -224,7 +223,7 @@ fn readahead_policies_follow_seed_002() {
     );
 
     // Faulting page on disk.
-    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap, false);
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
     assert_eq!(swap_in(&swap, 1).1, Source::Disk);
     assert_eq!(
         swap.stats().swap_ra,
@@ -234,7 +233,7 @@ fn readahead_policies_follow_seed_002() {
     assert_eq!(swap_in(&swap, 2), (text_page(2), Source::SwapCache));
     assert_eq!(swap.stats().swap_ra_hit, 1);
 
-    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly, false);
+    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly);
     assert_eq!(swap_in(&swap, 1).1, Source::Disk);
     let s = swap.stats();
     assert_eq!(
@@ -246,26 +245,36 @@ fn readahead_policies_follow_seed_002() {
 
 #[test]
 fn fault_around_hands_readahead_pages_to_the_caller() {
-    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly, true);
+    let (swap, _) = cluster_with_half_on_disk(Readahead::DiskOnly);
     let mut page = vec![0u8; PAGE_SIZE];
     let mut around = Vec::new();
-    assert_eq!(
-        swap.swap_in(1, &mut page, &mut around).unwrap(),
-        Source::Disk
-    );
+    // The caller maps pages 0, 2 and 4 around the fault (3 is not its own).
+    let src = swap
+        .swap_in_around(1, &mut page, &[0, 2, 4], &mut around)
+        .unwrap();
+    assert_eq!(src, Source::Disk);
     let mut got: Vec<u64> = around.iter().map(|a| a.0).collect();
     got.sort_unstable();
-    assert_eq!(got, vec![0, 2, 3]);
+    assert_eq!(
+        got,
+        vec![0, 2],
+        "read-ahead neighbours the caller named; 4 was in zswap"
+    );
     for (slot, data) in &around {
         assert_eq!(&data[..], &text_page(*slot)[..]);
     }
     let s = swap.stats();
-    assert_eq!((s.swap_ra_hit, s.swap_cache_pages), (3, 0));
+    assert_eq!(
+        (s.swap_ra_hit, s.swap_cache_pages),
+        (2, 1),
+        "page 3 stays cached for its owner"
+    );
     assert_eq!(
         swap.device().free_slots(),
-        4096 - 4,
+        4096 - 5,
         "handed-over slots are freed"
     );
+    assert_eq!(swap_in(&swap, 3), (text_page(3), Source::SwapCache));
 }
 
 fn faulty_swap(c: Config) -> (Arc<Swap>, FaultPlan) {
@@ -303,15 +312,13 @@ fn io_faults_are_clear_errors_and_lose_no_page() {
     plan.corrupt_reads_of(slots[1]);
     plan.fail_reads_of(slots[2]);
     let mut page = vec![0u8; PAGE_SIZE];
-    let corrupt = swap
-        .swap_in(slots[1], &mut page, &mut Vec::new())
-        .unwrap_err();
+    let corrupt = swap.swap_in(slots[1], &mut page).unwrap_err();
     assert!(
         matches!(corrupt, ZswapError::Device(SwapError::Corrupt { .. })),
         "{corrupt}"
     );
     assert!(matches!(
-        swap.swap_in(slots[2], &mut page, &mut Vec::new()),
+        swap.swap_in(slots[2], &mut page),
         Err(ZswapError::Device(SwapError::Io { .. }))
     ));
     // The slots were kept: once the device recovers, the pages come back.
@@ -339,7 +346,7 @@ fn bad_arguments_are_errors() {
     let swap = Swap::new(cfg()).unwrap();
     let mut page = vec![0u8; PAGE_SIZE];
     assert!(matches!(
-        swap.swap_in(1 << 40, &mut page, &mut Vec::new()),
+        swap.swap_in(1 << 40, &mut page),
         Err(ZswapError::BadOffset(_))
     ));
     assert!(matches!(
@@ -388,7 +395,7 @@ proptest! {
         writeback: bool,
     ) {
         let c = Config {
-            readahead: policy, fault_around, writeback,
+            readahead: policy, writeback,
             total_ram_bytes: 1 << 20, max_pool_percent: 10, swap_cache_pages: 4,
             swapfile_pages: 1024, ..cfg()
         };
@@ -417,7 +424,8 @@ proptest! {
                     let slot = keys[i % keys.len()];
                     let mut page = vec![0u8; PAGE_SIZE];
                     let mut around = Vec::new();
-                    swap.swap_in(slot, &mut page, &mut around).unwrap();
+                    let neighbours: Vec<u64> = if fault_around { keys.clone() } else { Vec::new() };
+                    swap.swap_in_around(slot, &mut page, &neighbours, &mut around).unwrap();
                     prop_assert_eq!(&page, &model.remove(&slot).unwrap());
                     for (s, data) in around {
                         prop_assert_eq!(&data[..], &model.remove(&s).unwrap()[..]);
@@ -440,7 +448,8 @@ proptest! {
             let Some(page) = model.remove(&slot) else { continue };
             let mut got = vec![0u8; PAGE_SIZE];
             let mut around = Vec::new();
-            swap.swap_in(slot, &mut got, &mut around).unwrap();
+            let neighbours: Vec<u64> = if fault_around { model.keys().copied().collect() } else { Vec::new() };
+            swap.swap_in_around(slot, &mut got, &neighbours, &mut around).unwrap();
             prop_assert_eq!(&got, &page);
             for (s, data) in around {
                 prop_assert_eq!(&data[..], &model.remove(&s).unwrap()[..]);

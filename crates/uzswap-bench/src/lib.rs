@@ -11,7 +11,9 @@
 pub mod compression;
 pub mod density;
 pub mod progress;
+pub mod readahead;
 pub mod sizes;
+pub mod store;
 pub mod zsfree;
 
 pub use progress::Progress;
@@ -23,6 +25,8 @@ pub enum BenchError {
     Pool(#[from] zsmalloc::Error),
     #[error("corpus: {0}")]
     Corpus(#[from] compress::corpus::CorpusError),
+    #[error("swap store: {0}")]
+    Swap(#[from] zswap::ZswapError),
     #[error("invalid parameters: {0}")]
     Params(String),
 }

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use compress::corpus::Corpus;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use uzswap_bench::{compression, density, zsfree, BenchError, Progress};
+use uzswap_bench::{compression, density, readahead, store, zsfree, BenchError, Progress};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -65,6 +65,49 @@ enum Bench {
     Density(DensityArgs),
     /// Compressors on a page corpus: GB/s, ratio, batched vs sequential.
     Compress(CompressArgs),
+    /// zswap store throughput, batched vs page at a time (seeds 000/004).
+    Store(StoreArgs),
+    /// Swap-in readahead policies on a fault trace (seed 002).
+    Readahead(ReadaheadArgs),
+}
+
+#[derive(Args, Debug)]
+struct StoreArgs {
+    /// Compressors, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lz4,zstd:3,deflate:6,lzo,lzo-rle"
+    )]
+    compressors: Vec<compress::Algorithm>,
+    /// Pages per folio (16 = 64K folios, 512 = PMD folios).
+    #[arg(long, default_value_t = 16)]
+    folio_pages: usize,
+    /// Pages swapped out per measurement.
+    #[arg(long, default_value_t = 16384)]
+    pages: usize,
+    /// Repetitions per variant (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+#[derive(Args, Debug)]
+struct ReadaheadArgs {
+    /// The process's size, in pages.
+    #[arg(long, default_value_t = 16384)]
+    pages: usize,
+    /// Pages it may keep resident.
+    #[arg(long, default_value_t = 6144)]
+    resident: usize,
+    /// Page accesses in the trace.
+    #[arg(long, default_value_t = 200_000)]
+    accesses: usize,
+    /// zswap pool limit, in percent of the process's size.
+    #[arg(long, default_value_t = 15)]
+    pool_percent: u32,
+    /// vm.page-cluster.
+    #[arg(long, default_value_t = 3)]
+    page_cluster: u32,
 }
 
 #[derive(Args, Debug)]
@@ -121,6 +164,8 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Zsfree(a))) => bench_zsfree(&a),
         Some(Command::Bench(Bench::Density(a))) => bench_density(&a),
         Some(Command::Bench(Bench::Compress(a))) => bench_compress(&a),
+        Some(Command::Bench(Bench::Store(a))) => bench_store(&a),
+        Some(Command::Bench(Bench::Readahead(a))) => bench_readahead(&a),
         Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
         Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
     };
@@ -243,5 +288,45 @@ fn corpus_show(file: &std::path::Path) -> Result<(), BenchError> {
     for g in &corpus.groups {
         println!("  {:<24} {:>6} pages", g.label, g.len());
     }
+    Ok(())
+}
+
+fn bench_store(a: &StoreArgs) -> Result<(), BenchError> {
+    let params = store::StoreParams {
+        algorithms: a.compressors.clone(),
+        folio_pages: a.folio_pages,
+        pages: a.pages,
+        reps: a.reps,
+    };
+    let progress = Progress::new("bench store", (params.algorithms.len() * 2) as u64);
+    let rows = store::run(&Corpus::sample()?, &params, &progress)?;
+    progress.finish();
+    println!(
+        "zswap store of {} pages in {} KiB folios (median of {} reps, variants interleaved)",
+        a.pages,
+        a.folio_pages * 4,
+        a.reps
+    );
+    println!("{}", store::table(&rows, a.folio_pages));
+    Ok(())
+}
+
+fn bench_readahead(a: &ReadaheadArgs) -> Result<(), BenchError> {
+    let params = readahead::ReadaheadParams {
+        pages: a.pages,
+        resident: a.resident,
+        accesses: a.accesses,
+        pool_percent: a.pool_percent,
+        page_cluster: a.page_cluster,
+        ..readahead::ReadaheadParams::default()
+    };
+    let progress = Progress::new("bench readahead", readahead::POLICIES.len() as u64);
+    let rows = readahead::run(&params, &progress)?;
+    progress.finish();
+    println!(
+        "fault trace: {} pages, {} resident, {} accesses, zswap pool {}% of the process, page-cluster {}",
+        a.pages, a.resident, a.accesses, a.pool_percent, a.page_cluster
+    );
+    println!("{}", readahead::table(&rows));
     Ok(())
 }

@@ -13,6 +13,20 @@ use std::sync::Arc;
 pub trait PageIo: Send + Sync {
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()>;
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()>;
+
+    /// Several writes at once, one result each (io_uring submits them
+    /// together; others write one by one).
+    fn write_batch(&self, writes: &[(u64, &[u8])]) -> Vec<io::Result<()>> {
+        writes
+            .iter()
+            .map(|&(pos, buf)| self.write_at(pos, buf))
+            .collect()
+    }
+
+    /// The back-end's name, for reports.
+    fn name(&self) -> &'static str {
+        "pread/pwrite"
+    }
 }
 
 /// pread/pwrite on a file.
@@ -28,17 +42,24 @@ impl FileIo {
 
     /// A new file in `dir`, unlinked at once: it lives as long as the handle.
     pub fn create_anonymous(dir: &Path) -> io::Result<Self> {
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!(".uzswap-swap-{}-{seq}", std::process::id()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        std::fs::remove_file(&path)?;
-        Ok(Self { file })
+        Ok(Self {
+            file: anonymous_file(dir)?,
+        })
     }
+}
+
+/// A new read-write file in `dir`, unlinked at once.
+pub(crate) fn anonymous_file(dir: &Path) -> io::Result<File> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!(".uzswap-swap-{}-{seq}", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
 }
 
 impl PageIo for FileIo {
@@ -57,6 +78,10 @@ pub struct MemIo {
 }
 
 impl PageIo for MemIo {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
         let data = self.data.lock();
         let src = data
@@ -161,5 +186,9 @@ impl PageIo for FaultyIo {
             }
         }
         self.inner.write_at(pos, buf)
+    }
+
+    fn name(&self) -> &'static str {
+        "faulty"
     }
 }

@@ -10,8 +10,10 @@
 //!   records each page's CRC32C. [`SwapFile::read_page`] reads a slot and
 //!   checks it. A corrupt block is [`SwapError::Corrupt`], never wrong
 //!   data, and a slot never written is [`SwapError::NotWritten`].
-//! * **I/O** goes through [`PageIo`]: [`FileIo`] (pread/pwrite) by default,
-//!   [`FaultyIo`] to inject EIO, ENOSPC and bit rot in tests.
+//! * **I/O** goes through [`PageIo`]: [`UringIo`] (io_uring: a batch of
+//!   writes is one submission) where the kernel allows it, [`FileIo`]
+//!   (pread/pwrite) otherwise ([`IoBackend::Auto`]); [`FaultyIo`] injects
+//!   EIO, ENOSPC and bit rot in tests.
 //!
 //! ## Invariants
 //!
@@ -28,8 +30,36 @@
 //! lock); different slots may be written in parallel.
 
 mod io;
+mod uring;
 
 pub use io::{FaultPlan, FaultyIo, FileIo, MemIo, PageIo};
+pub use uring::UringIo;
+
+/// Which I/O back-end a swap file uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoBackend {
+    /// io_uring if a ring can be set up, else pread/pwrite.
+    #[default]
+    Auto,
+    /// io_uring, or an error where it is unavailable.
+    Uring,
+    /// pread/pwrite.
+    Pread,
+}
+
+impl std::str::FromStr for IoBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "io_uring" | "uring" => Ok(Self::Uring),
+            "pread" => Ok(Self::Pread),
+            _ => Err(format!(
+                "I/O back-end {s:?}: expected auto, io_uring or pread"
+            )),
+        }
+    }
+}
 
 use parking_lot::Mutex;
 use std::path::Path;
@@ -114,12 +144,23 @@ impl SwapFile {
     }
 
     /// A device of `nr_slots` slots in a new file in `dir`, removed from the
-    /// directory at once so it vanishes with the process.
-    pub fn create_in(dir: &Path, nr_slots: usize) -> Result<Self, SwapError> {
-        Ok(Self::new(
-            Box::new(FileIo::create_anonymous(dir).map_err(SwapError::Create)?),
-            nr_slots,
-        ))
+    /// directory at once so it vanishes with the process, on `backend`.
+    pub fn create_in(dir: &Path, nr_slots: usize, backend: IoBackend) -> Result<Self, SwapError> {
+        let file = io::anonymous_file(dir).map_err(SwapError::Create)?;
+        let io: Box<dyn PageIo> = match backend {
+            IoBackend::Pread => Box::new(FileIo::new(file)),
+            IoBackend::Uring => Box::new(UringIo::new(file).map_err(SwapError::Create)?),
+            IoBackend::Auto => match file.try_clone().and_then(UringIo::new) {
+                Ok(uring) => Box::new(uring),
+                Err(_) => Box::new(FileIo::new(file)),
+            },
+        };
+        Ok(Self::new(io, nr_slots))
+    }
+
+    /// The I/O back-end in use.
+    pub fn io_name(&self) -> &'static str {
+        self.io.name()
     }
 
     pub fn nr_slots(&self) -> usize {
@@ -200,21 +241,44 @@ impl SwapFile {
         Ok(idx)
     }
 
-    /// Writes `pages[i]` to `slots[i]`. On error, the slots written before
-    /// it are good; the failing one and those after it hold nothing.
-    pub fn write_pages(&self, slots: &[u64], pages: &[&[u8]]) -> Result<(), SwapError> {
-        for (&slot, page) in slots.iter().zip(pages) {
-            if page.len() != PAGE_SIZE {
-                return Err(SwapError::BadPage(page.len()));
+    /// Writes `pages[i]` to `slots[i]`; one result per page. A page whose
+    /// write failed holds nothing readable afterwards.
+    pub fn write_pages_each(&self, slots: &[u64], pages: &[&[u8]]) -> Vec<Result<(), SwapError>> {
+        let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(slots.len());
+        let mut writes = Vec::new();
+        let mut targets = Vec::new();
+        for (i, (&slot, page)) in slots.iter().zip(pages).enumerate() {
+            let checked = if page.len() != PAGE_SIZE {
+                Err(SwapError::BadPage(page.len()))
+            } else {
+                self.check_allocated(slot)
+            };
+            match checked {
+                Ok(idx) => {
+                    self.checksums[idx].store(0, Ordering::Release);
+                    writes.push((slot * PAGE_SIZE as u64, *page));
+                    targets.push((i, idx, slot));
+                    results.push(Ok(()));
+                }
+                Err(e) => results.push(Err(e)),
             }
-            let idx = self.check_allocated(slot)?;
-            self.checksums[idx].store(0, Ordering::Release);
-            self.io
-                .write_at(slot * PAGE_SIZE as u64, page)
-                .map_err(|source| SwapError::Io { slot, source })?;
-            self.checksums[idx].store(VALID | u64::from(crc32c::crc32c(page)), Ordering::Release);
         }
-        Ok(())
+        for ((i, idx, slot), r) in targets.into_iter().zip(self.io.write_batch(&writes)) {
+            match r {
+                Ok(()) => {
+                    let crc = crc32c::crc32c(pages[i]);
+                    self.checksums[idx].store(VALID | u64::from(crc), Ordering::Release);
+                }
+                Err(source) => results[i] = Err(SwapError::Io { slot, source }),
+            }
+        }
+        results
+    }
+
+    /// Writes `pages[i]` to `slots[i]`; the first error, if any. Pages whose
+    /// writes succeeded are good either way.
+    pub fn write_pages(&self, slots: &[u64], pages: &[&[u8]]) -> Result<(), SwapError> {
+        self.write_pages_each(slots, pages).into_iter().collect()
     }
 
     /// Reads slot `slot` into `page` and checks its checksum.
@@ -257,7 +321,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn dev(n: usize) -> SwapFile {
-        SwapFile::create_in(&std::env::temp_dir(), n).unwrap()
+        SwapFile::create_in(&std::env::temp_dir(), n, IoBackend::Auto).unwrap()
     }
 
     fn page(tag: u8) -> Vec<u8> {
@@ -376,6 +440,55 @@ mod tests {
         assert_eq!(
             buf, pages[0],
             "faults are transient: the block itself is fine"
+        );
+    }
+
+    #[test]
+    fn io_uring_and_pread_back_ends_read_each_others_pages() {
+        let file = io::anonymous_file(&std::env::temp_dir()).unwrap();
+        let uring =
+            UringIo::new(file.try_clone().unwrap()).expect("io_uring is enabled on this machine");
+        let plain = FileIo::new(file);
+        let pages: Vec<Vec<u8>> = (0..100).map(|t| page(t as u8)).collect();
+        let writes: Vec<(u64, &[u8])> = pages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ((i * PAGE_SIZE) as u64, &p[..]))
+            .collect();
+        assert!(
+            uring.write_batch(&writes).iter().all(Result::is_ok),
+            "a batch larger than the ring"
+        );
+        let mut buf = vec![0; PAGE_SIZE];
+        for (i, p) in pages.iter().enumerate() {
+            plain.read_at((i * PAGE_SIZE) as u64, &mut buf).unwrap();
+            assert_eq!(&buf, p);
+            uring.read_at((i * PAGE_SIZE) as u64, &mut buf).unwrap();
+            assert_eq!(&buf, p);
+        }
+        // Reading past the end is a clear error from both.
+        assert!(uring.read_at(1 << 30, &mut buf).is_err());
+        assert!(plain.read_at(1 << 30, &mut buf).is_err());
+        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Auto).unwrap();
+        assert_eq!(d.io_name(), "io_uring");
+        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Pread).unwrap();
+        assert_eq!(d.io_name(), "pread/pwrite");
+    }
+
+    #[test]
+    fn per_page_write_results_keep_the_good_pages() {
+        let plan = FaultPlan::default();
+        let io = FaultyIo::new(Box::new(MemIo::default()), plan.clone());
+        let d = SwapFile::new(Box::new(io), 8);
+        let s = d.alloc(4).unwrap();
+        let pages: Vec<Vec<u8>> = (0..4).map(page).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        plan.fail_writes_of(s[1]);
+        let r = d.write_pages_each(&s, &refs);
+        assert!(r[0].is_ok() && r[1].is_err() && r[2].is_ok() && r[3].is_ok());
+        assert!(d.is_written(s[0]) && !d.is_written(s[1]) && d.is_written(s[3]));
+        assert!(
+            matches!(d.write_pages(&s, &refs), Err(SwapError::Io { slot, .. }) if slot == s[1])
         );
     }
 

@@ -68,6 +68,8 @@ pub struct Config {
     pub swapfile_dir: PathBuf,
     /// Swap file size, in pages.
     pub swapfile_pages: usize,
+    /// Swap file I/O: io_uring where available, else pread/pwrite.
+    pub swap_io: swapfile::IoBackend,
 }
 
 impl Default for Config {
@@ -87,6 +89,7 @@ impl Default for Config {
             swap_cache_pages: 1024,
             swapfile_dir: std::env::temp_dir(),
             swapfile_pages: 1 << 18,
+            swap_io: swapfile::IoBackend::Auto,
         }
     }
 }

@@ -80,7 +80,7 @@ impl Swap {
     /// A swap store with a new swap file, per `cfg`.
     pub fn new(cfg: Config) -> Result<Arc<Self>, ZswapError> {
         cfg.validate()?;
-        let dev = SwapFile::create_in(&cfg.swapfile_dir, cfg.swapfile_pages)?;
+        let dev = SwapFile::create_in(&cfg.swapfile_dir, cfg.swapfile_pages, cfg.swap_io)?;
         Self::with_device(cfg, dev)
     }
 
@@ -441,27 +441,27 @@ impl Swap {
         }
         let offsets: Vec<u64> = taken.iter().map(|v| v.offset).collect();
         let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
-        let result = self.dev.write_pages(&offsets, &refs);
-        let written = match &result {
-            Ok(()) => taken.len(),
-            // write_pages stops at the failing slot; those before it are good.
-            Err(swapfile::SwapError::Io { slot, .. }) => {
-                offsets.iter().position(|o| o == slot).unwrap_or(0)
-            }
-            Err(_) => 0,
-        };
-        for (i, v) in taken.into_iter().enumerate() {
-            if i < written {
-                self.zswap.finish_writeback(v);
-            } else {
-                self.zswap.requeue(v);
+        let results = self.dev.write_pages_each(&offsets, &refs);
+        let mut written = 0;
+        let mut first_error = None;
+        for (v, r) in taken.into_iter().zip(results) {
+            match r {
+                Ok(()) => {
+                    self.zswap.finish_writeback(v);
+                    written += 1;
+                }
+                Err(e) => {
+                    // The page stays in zswap; try again later.
+                    self.zswap.requeue(v);
+                    first_error.get_or_insert(e);
+                }
             }
         }
         Counters::add(&self.counters.pswpout, written);
         drop(held);
-        match result {
-            Ok(()) => Ok(written),
-            Err(e) => {
+        match first_error {
+            None => Ok(written),
+            Some(e) => {
                 Counters::add(&self.counters.writeback_errors, 1);
                 Err(e.into())
             }

@@ -299,14 +299,19 @@ fn io_faults_are_clear_errors_and_lose_no_page() {
         swap.writeback(4),
         Err(ZswapError::Device(SwapError::Io { .. }))
     ));
+    // The failed page stays in zswap; the healthy ones went to disk.
     assert!(swap.zswap().present(slots[0]));
+    assert!(slots[1..]
+        .iter()
+        .all(|&s| !swap.zswap().present(s) && swap.device().is_written(s)));
+    assert_eq!(swap.stats().stored_pages, 1);
     plan.clear();
     plan.fail_writes_after(0, libc::ENOSPC);
     assert!(swap.writeback(4).is_err());
-    assert_eq!(swap.stats().stored_pages, 4);
+    assert_eq!(swap.stats().stored_pages, 1);
     assert!(swap.stats().writeback_errors >= 2);
     plan.clear();
-    assert_eq!(swap.writeback(4).unwrap(), 4);
+    assert_eq!(swap.writeback(4).unwrap(), 1);
 
     // A corrupt block or a read error is an error, never another page.
     plan.corrupt_reads_of(slots[1]);

@@ -140,9 +140,11 @@ impl Zswap {
             .saturating_sub(self.accept_pages)
     }
 
-    /// Stores `pages` at `offsets`, all or nothing. Callers hold the slot
-    /// locks of every offset.
-    pub(crate) fn store(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<(), Reject> {
+    /// Stores `pages` at `offsets`, all or nothing (`zswap_store`).
+    ///
+    /// Like the kernel, which holds the folio lock, the caller serialises
+    /// operations on one offset ([`crate::Swap`] does with its slot locks).
+    pub fn store(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<(), Reject> {
         if !self.cfg.enabled {
             return Err(Reject::Disabled);
         }
@@ -246,9 +248,10 @@ impl Zswap {
     }
 
     /// Decompresses the entry at `offset` into `page` and drops it
-    /// (exclusive load). `Ok(false)`: no entry. On a decompression error the
-    /// entry stays, so nothing is lost.
-    pub(crate) fn load(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
+    /// (exclusive load, `zswap_load`). `Ok(false)`: no entry. On a
+    /// decompression error the entry stays, so nothing is lost. The caller
+    /// serialises operations on one offset.
+    pub fn load(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
         let Some(entry) = self.shard(offset).read().get(&offset).cloned() else {
             return Ok(false);
         };
@@ -284,8 +287,8 @@ impl Zswap {
         false
     }
 
-    /// Drops the entry at `offset`, if any.
-    pub(crate) fn invalidate(&self, offset: u64) {
+    /// Drops the entry at `offset`, if any (`zswap_invalidate`).
+    pub fn invalidate(&self, offset: u64) {
         let removed = self.shard(offset).write().remove(&offset);
         if let Some(e) = removed {
             self.stored.fetch_sub(1, Ordering::Relaxed);

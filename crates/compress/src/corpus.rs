@@ -101,6 +101,15 @@ impl Corpus {
         }
     }
 
+    /// One synthetic page of class `label` (`zero`, `text`, `pointers`,
+    /// `random`, `mixed`), or `None` for an unknown class.
+    pub fn synthetic_page(label: &str, seed: u64) -> Option<Vec<u8>> {
+        Self::synthetic(1, seed)
+            .group(label)
+            .and_then(|g| g.pages().next())
+            .map(<[u8]>::to_vec)
+    }
+
     /// The synthetic classes (16 pages each) plus the shipped captured sample.
     pub fn sample() -> Result<Self, CorpusError> {
         let mut c = Self::synthetic(16, 1);
@@ -348,6 +357,19 @@ mod tests {
             .pages()
             .all(|p| p.iter().filter(|&&b| b == 0).count() < 64));
         assert_eq!(c.page_count(), 20);
+    }
+
+    #[test]
+    fn single_synthetic_pages_by_class() {
+        assert_eq!(
+            Corpus::synthetic_page("zero", 1),
+            Some(vec![0u8; PAGE_SIZE])
+        );
+        assert_ne!(
+            Corpus::synthetic_page("text", 1),
+            Corpus::synthetic_page("text", 2)
+        );
+        assert_eq!(Corpus::synthetic_page("nope", 1), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use crate::batch::{Batch, BatchItem, Op};
 use crate::claim::{Completion, Job};
-use crate::codec::{compress_page, decompress_exact, Codec};
+use crate::codec::Codec;
 use crate::sequential::{process_item, CtxPool};
 use crate::{Algorithm, CompressError, Compressor, CompressorStats};
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
@@ -358,8 +358,7 @@ impl<C: Codec> Compressor for Parallel<C> {
 
     fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
         let s = &self.shared;
-        s.caller_ctxs
-            .with(&s.codec, |ctx| compress_page(&s.codec, ctx, src, dst))
+        s.caller_ctxs.compress_page(&s.codec, src, dst)
     }
 
     fn decompress_page(
@@ -369,9 +368,7 @@ impl<C: Codec> Compressor for Parallel<C> {
         expected: usize,
     ) -> Result<usize, CompressError> {
         let s = &self.shared;
-        s.caller_ctxs.with(&s.codec, |ctx| {
-            decompress_exact(&s.codec, ctx, src, dst, expected)
-        })
+        s.caller_ctxs.decompress_page(&s.codec, src, dst, expected)
     }
 
     fn run(&self, batch: &mut Batch) {

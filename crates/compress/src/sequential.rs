@@ -28,6 +28,29 @@ impl<C: Codec> CtxPool<C> {
         }
     }
 
+    /// One page compressed in the caller's thread with a pooled context.
+    pub(crate) fn compress_page(
+        &self,
+        codec: &C,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        self.with(codec, |ctx| compress_page(codec, ctx, src, dst))
+    }
+
+    /// One page decompressed in the caller's thread with a pooled context.
+    pub(crate) fn decompress_page(
+        &self,
+        codec: &C,
+        src: &[u8],
+        dst: &mut [u8],
+        expected: usize,
+    ) -> Result<usize, CompressError> {
+        self.with(codec, |ctx| {
+            decompress_exact(codec, ctx, src, dst, expected)
+        })
+    }
+
     pub(crate) fn with<R>(&self, codec: &C, f: impl FnOnce(&mut C::Ctx) -> R) -> R {
         let cached = self.free.lock().pop();
         let mut ctx = cached.unwrap_or_else(|| codec.new_ctx());
@@ -103,8 +126,7 @@ impl<C: Codec> Compressor for Sequential<C> {
     }
 
     fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
-        self.ctxs
-            .with(&self.codec, |ctx| compress_page(&self.codec, ctx, src, dst))
+        self.ctxs.compress_page(&self.codec, src, dst)
     }
 
     fn decompress_page(
@@ -113,9 +135,7 @@ impl<C: Codec> Compressor for Sequential<C> {
         dst: &mut [u8],
         expected: usize,
     ) -> Result<usize, CompressError> {
-        self.ctxs.with(&self.codec, |ctx| {
-            decompress_exact(&self.codec, ctx, src, dst, expected)
-        })
+        self.ctxs.decompress_page(&self.codec, src, dst, expected)
     }
 
     fn run(&self, batch: &mut Batch) {

@@ -116,13 +116,7 @@ fn sequential_and_parallel_produce_identical_bytes() {
 #[test]
 fn single_page_calls_match_batches() {
     for c in backends() {
-        let page = Corpus::synthetic(1, 2)
-            .group("text")
-            .unwrap()
-            .pages()
-            .next()
-            .unwrap()
-            .to_vec();
+        let page = Corpus::synthetic_page("text", 2).unwrap();
         let mut dst = vec![0; DST_BUF_SIZE];
         let n = c.compress_page(&page, &mut dst).unwrap();
         let mut out = vec![0; PAGE_SIZE];
@@ -163,7 +157,7 @@ proptest! {
         cut in 0usize..4096,
         flip in 0usize..(1 << 15),
     ) {
-        let page = Corpus::synthetic(1, 4).group("mixed").unwrap().pages().next().unwrap().to_vec();
+        let page = Corpus::synthetic_page("mixed", 4).unwrap();
         for a in Algorithm::ALL {
             let c = new_compressor(a, &Backend::Sequential);
             let mut out = vec![0u8; PAGE_SIZE];

@@ -18,25 +18,13 @@ fn cfg() -> Config {
 }
 
 fn text_page(tag: u64) -> Vec<u8> {
-    let mut p = Corpus::synthetic(1, tag)
-        .group("text")
-        .unwrap()
-        .pages()
-        .next()
-        .unwrap()
-        .to_vec();
+    let mut p = Corpus::synthetic_page("text", tag).unwrap();
     p[..8].copy_from_slice(&tag.to_le_bytes());
     p
 }
 
 fn random_page(tag: u64) -> Vec<u8> {
-    Corpus::synthetic(1, tag)
-        .group("random")
-        .unwrap()
-        .pages()
-        .next()
-        .unwrap()
-        .to_vec()
+    Corpus::synthetic_page("random", tag).unwrap()
 }
 
 fn out(swap: &Swap, pages: &[Vec<u8>]) -> Vec<u64> {

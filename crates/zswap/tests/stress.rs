@@ -41,13 +41,7 @@ fn concurrent_owners_shrinker_and_writeback() {
             ..Config::default()
         };
         let swap = Swap::new(cfg).unwrap();
-        let text = Corpus::synthetic(1, 3)
-            .group("text")
-            .unwrap()
-            .pages()
-            .next()
-            .unwrap()
-            .to_vec();
+        let text = Corpus::synthetic_page("text", 3).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let flusher = {
             let (swap, stop) = (swap.clone(), stop.clone());

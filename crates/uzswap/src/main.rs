@@ -179,16 +179,23 @@ fn main() -> ExitCode {
 }
 
 fn default_job() -> Result<(), BenchError> {
-    println!(
-        "uzswap default job: short seed-001 zs_free run and pool density (see `uzswap --help`)\n"
-    );
+    println!("uzswap default job: short runs of the seed-001 zs_free experiment, pool density and seed 002's");
+    println!("readahead comparison (see `uzswap --help` for every benchmark and its flags)\n");
     bench_zsfree(&ZsFreeArgs {
         mib_per_thread: 64,
         threads: vec![1, 2, 4],
         reps: 3,
         keep_resident: false,
     })?;
-    bench_density(&DensityArgs { mib: 64 })
+    bench_density(&DensityArgs { mib: 64 })?;
+    println!();
+    bench_readahead(&ReadaheadArgs {
+        pages: 8192,
+        resident: 3072,
+        accesses: 60_000,
+        pool_percent: 15,
+        page_cluster: 3,
+    })
 }
 
 fn bench_zsfree(a: &ZsFreeArgs) -> Result<(), BenchError> {

@@ -15,6 +15,15 @@ if command -v rustup >/dev/null 2>&1; then
         fi
     done
 fi
+# userfaultfd-sys generates its bindings with bindgen, which needs libclang.
+if ! ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'; then
+    echo "setup: installing libclang-dev (for userfaultfd-sys bindings)"
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev
+    else
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev
+    fi
+fi
 echo "setup: fetching crates"
 cargo fetch --locked
 echo "setup: done"

@@ -1,0 +1,180 @@
+//! Programs' memory paged through uzswap for real: far more data than the
+//! resident limit, written and read back byte for byte, with threads
+//! writing while the reclaimer evicts.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use runtime::{Runtime, RuntimeConfig};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const PAGE: usize = 4096;
+
+fn config(high_pages: usize) -> RuntimeConfig {
+    let swap = zswap::Config {
+        total_ram_bytes: 16 << 20,
+        max_pool_percent: 10, // a 1.6 MiB pool: part of the data goes to the swap file
+        swapfile_pages: 1 << 15,
+        ..zswap::Config::default()
+    };
+    RuntimeConfig {
+        swap,
+        high_bytes: high_pages * PAGE,
+        reclaim_batch: 32,
+        evict_folio_pages: 16,
+    }
+}
+
+/// Page `i`'s bytes at version `v`: text-like, so it compresses.
+fn fill(page: &mut [u8], i: usize, v: u64) {
+    let words: [&[u8]; 6] = [
+        b"swap ", b"page ", b"zswap ", b"folio ", b"entry ", b"memory ",
+    ];
+    let mut pos = 16;
+    let mut k = i;
+    while pos < page.len() {
+        let w = words[k % words.len()];
+        let n = w.len().min(page.len() - pos);
+        page[pos..pos + n].copy_from_slice(&w[..n]);
+        pos += n;
+        k = k.wrapping_mul(31).wrapping_add(7);
+    }
+    page[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    page[8..16].copy_from_slice(&v.to_le_bytes());
+}
+
+#[test]
+fn eight_times_the_limit_reads_back_byte_for_byte() {
+    let rt = Runtime::new(config(512)).unwrap();
+    let npages = 4096;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        match i % 8 {
+            0 => {}                                     // never touched
+            1 => mem[i * PAGE..(i + 1) * PAGE].fill(0), // written, but zero
+            _ => fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1),
+        }
+    }
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        let page = &mem[i * PAGE..(i + 1) * PAGE];
+        if i % 8 < 2 {
+            assert!(page.iter().all(|&b| b == 0), "page {i} should read zero");
+        } else {
+            fill(&mut expect, i, 1);
+            assert!(page == &expect[..], "page {i} differs");
+        }
+    }
+    let s = rt.stats();
+    let z = rt.swap_stats();
+    assert!(s.evicted_pages > 3000, "{s:?}");
+    assert!(s.swapin_faults > 0 && s.zero_faults > 0, "{s:?}");
+    // Which tier serves the reads depends on the shrinker's timing.
+    assert!(z.zswpout > 0 && z.zswpin + z.pswpin > 0, "{z}");
+    assert!(z.swpout_zero > 0, "zero pages take no pool memory: {z}");
+    assert!(
+        z.zswpwb > 0 || z.pswpout > 0,
+        "part went to the swap file: {z}"
+    );
+}
+
+#[test]
+fn threads_write_while_the_reclaimer_evicts() {
+    let rt = Arc::new(Runtime::new(config(256)).unwrap());
+    let per_thread = 768;
+    let threads = 4;
+    let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    // Extra eviction pressure from another thread, racing the writers.
+    let pusher = {
+        let (rt, stop) = (rt.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                rt.reclaim(16);
+                std::thread::yield_now();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let region = region.clone();
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(t as u64);
+                let first = t * per_thread;
+                let mut version = vec![0u64; per_thread];
+                let mut expect = vec![0u8; PAGE];
+                for _ in 0..6000 {
+                    let k = rng.gen_range(0..per_thread);
+                    let i = first + k;
+                    // SAFETY: each thread touches only its own pages.
+                    let page = unsafe {
+                        std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE)
+                    };
+                    if rng.gen_bool(0.5) {
+                        version[k] += 1;
+                        fill(page, i, version[k]);
+                    } else if version[k] == 0 {
+                        assert!(page.iter().all(|&b| b == 0), "untouched page {i}");
+                    } else {
+                        fill(&mut expect, i, version[k]);
+                        assert!(
+                            page == &expect[..],
+                            "thread {t} page {i} version {}",
+                            version[k]
+                        );
+                    }
+                }
+                version
+            })
+        })
+        .collect();
+    let versions: Vec<Vec<u64>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    pusher.join().unwrap();
+    let mut expect = vec![0u8; PAGE];
+    for (t, vs) in versions.iter().enumerate() {
+        for (k, &v) in vs.iter().enumerate() {
+            let i = t * per_thread + k;
+            // SAFETY: the workers are done.
+            let page = unsafe { std::slice::from_raw_parts(region.as_ptr().add(i * PAGE), PAGE) };
+            if v == 0 {
+                assert!(page.iter().all(|&b| b == 0));
+            } else {
+                fill(&mut expect, i, v);
+                assert!(page == &expect[..], "final check: page {i}");
+            }
+        }
+    }
+    let s = rt.stats();
+    assert!(s.evicted_pages > 1000 && s.swapin_faults > 100, "{s:?}");
+}
+
+#[test]
+fn refused_evictions_keep_pages_resident() {
+    // Writeback off and a tiny pool: the store soon refuses; pages must stay.
+    let mut cfg = config(64);
+    cfg.swap.writeback = false;
+    cfg.swap.total_ram_bytes = 1 << 20;
+    cfg.swap.max_pool_percent = 5;
+    let rt = Runtime::new(cfg).unwrap();
+    let npages = 512;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 7);
+    }
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        fill(&mut expect, i, 7);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    let s = rt.stats();
+    assert!(s.evict_failures > 0, "{s:?}");
+    assert!(
+        s.resident_pages > 64,
+        "refused pages stayed resident: {s:?}"
+    );
+}

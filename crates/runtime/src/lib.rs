@@ -37,6 +37,8 @@
 //!
 //! state lock → (nothing): compression, I/O and ioctls run unlocked.
 
+#[cfg(test)]
+mod protocol_model;
 mod runtime;
 
 pub use runtime::{Region, Runtime, RuntimeConfig, RuntimeStats};

@@ -60,6 +60,17 @@ pub(crate) enum Violation {
     Stuck,
 }
 
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::LostWrite(v) => write!(f, "the write was lost: the page ends as {v}"),
+            Violation::BadRead(v) => write!(f, "a read saw {v}, a value never written there"),
+            Violation::ZerosOverData => write!(f, "zeros were installed over stored data"),
+            Violation::Stuck => write!(f, "an accessor is blocked with nothing left to wake it"),
+        }
+    }
+}
+
 fn wake_all(w: &mut World, kind: u8) {
     for b in w.blocked.iter_mut() {
         if *b == kind {
@@ -248,7 +259,7 @@ mod tests {
 
     #[test]
     fn the_runtime_order_is_safe_in_every_interleaving() {
-        let states = check(Order::UnmapFirst).unwrap_or_else(|v| panic!("violation: {v:?}"));
+        let states = check(Order::UnmapFirst).unwrap_or_else(|v| panic!("violation: {v}"));
         eprintln!("explored {states} states");
         assert!(states > 1000, "explored {states} states");
     }

@@ -399,6 +399,7 @@ impl Inner {
 
     fn missing_fault(&self, page: usize) {
         bump(&self.counters.faults, 1);
+        let mut zero_run = None;
         let (target, around) = {
             let mut st = self.state.lock();
             let limit = self.high_pages as u64;
@@ -408,9 +409,24 @@ impl Inner {
             };
             match region.pages[idx] {
                 PageState::Untouched => {
-                    region.pages[idx] = PageState::Resident;
-                    st.lru.push_back((base, idx));
-                    st.resident += 1;
+                    // Like an mTHP first-touch fault: the folio-aligned run
+                    // of untouched pages around the fault is mapped at once.
+                    let folio = self.cfg.evict_folio_pages;
+                    let lo = idx - idx % folio;
+                    let hi = (lo + folio).min(region.pages.len());
+                    let (mut first, mut last) = (idx, idx);
+                    while first > lo && region.pages[first - 1] == PageState::Untouched {
+                        first -= 1;
+                    }
+                    while last + 1 < hi && region.pages[last + 1] == PageState::Untouched {
+                        last += 1;
+                    }
+                    for i in first..=last {
+                        region.pages[i] = PageState::Resident;
+                    }
+                    st.lru.extend((first..=last).map(|i| (base, i)));
+                    st.resident += last - first + 1;
+                    zero_run = Some((base + first * PAGE_SIZE, last - first + 1));
                     (None, Vec::new())
                 }
                 PageState::Swapped(slot) => {
@@ -430,7 +446,7 @@ impl Inner {
                     // EEXIST), or discarded by the program's own
                     // MADV_DONTNEED (it reads as zeros, as the kernel says).
                     drop(st);
-                    self.zero_fill(page);
+                    self.zero_fill(page, 1);
                     return;
                 }
                 PageState::Evicting | PageState::Loading => {
@@ -445,22 +461,28 @@ impl Inner {
         match target {
             None => {
                 bump(&self.counters.zero_faults, 1);
-                self.zero_fill(page);
+                let (start, n) = zero_run.unwrap_or((page, 1));
+                self.zero_fill(start, n);
             }
             Some((base, idx, slot)) => self.swap_in(base, idx, slot, &around),
         }
     }
 
-    /// Maps the zero page at `page` unless something is mapped there, and
-    /// wakes the faulting threads either way.
-    fn zero_fill(&self, page: usize) {
-        // SAFETY: `page` is a page of a registered region.
-        let r = unsafe {
-            self.uffd
-                .zeropage(page as *mut libc::c_void, PAGE_SIZE, true)
-        };
+    /// Maps zero pages over `n` pages from `start` where nothing is mapped,
+    /// and wakes the faulting threads either way.
+    fn zero_fill(&self, start: usize, n: usize) {
+        let len = n * PAGE_SIZE;
+        // SAFETY: the range lies in a registered region of ours.
+        let r = unsafe { self.uffd.zeropage(start as *mut libc::c_void, len, true) };
         if r.is_err() {
-            let _ = self.uffd.wake(page as *mut libc::c_void, PAGE_SIZE);
+            // Part of the run is mapped already (EEXIST): fill page by page.
+            for k in 0..n {
+                let page = (start + k * PAGE_SIZE) as *mut libc::c_void;
+                // SAFETY: as above, one page.
+                if unsafe { self.uffd.zeropage(page, PAGE_SIZE, true) }.is_err() {
+                    let _ = self.uffd.wake(page, PAGE_SIZE);
+                }
+            }
         }
     }
 

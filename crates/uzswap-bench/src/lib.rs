@@ -14,6 +14,7 @@ pub mod progress;
 pub mod readahead;
 pub mod sizes;
 pub mod store;
+pub mod usemem;
 pub mod zsfree;
 
 pub use progress::Progress;
@@ -27,6 +28,8 @@ pub enum BenchError {
     Corpus(#[from] compress::corpus::CorpusError),
     #[error("swap store: {0}")]
     Swap(#[from] zswap::ZswapError),
+    #[error("runtime: {0}")]
+    Runtime(#[from] runtime::RuntimeError),
     #[error("invalid parameters: {0}")]
     Params(String),
 }

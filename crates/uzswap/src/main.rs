@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use compress::corpus::Corpus;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use uzswap_bench::{compression, density, readahead, store, zsfree, BenchError, Progress};
+use uzswap_bench::{compression, density, readahead, store, usemem, zsfree, BenchError, Progress};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -69,6 +69,33 @@ enum Bench {
     Store(StoreArgs),
     /// Swap-in readahead policies on a fault trace (seed 002).
     Readahead(ReadaheadArgs),
+    /// usemem: threads writing more memory than the limit (seeds 003/004).
+    Usemem(UsememArgs),
+}
+
+#[derive(Args, Debug)]
+struct UsememArgs {
+    /// Writer threads.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// MiB each thread writes.
+    #[arg(long, default_value_t = 64)]
+    mib_per_thread: usize,
+    /// Resident limit (memory.high), MiB.
+    #[arg(long, default_value_t = 64)]
+    limit_mib: usize,
+    /// Pages evicted as one folio: 1 (4K), 16 (64K) or 512 (2M).
+    #[arg(long, default_value_t = 16)]
+    folio_pages: usize,
+    /// Compressors, comma-separated; each runs per-page and batched.
+    #[arg(long, value_delimiter = ',', default_value = "lz4,deflate:6")]
+    compressors: Vec<compress::Algorithm>,
+    /// Use the sequential compressor backend instead of the parallel one.
+    #[arg(long)]
+    sequential: bool,
+    /// Skip reading the memory back and checking it.
+    #[arg(long)]
+    no_read_back: bool,
 }
 
 #[derive(Args, Debug)]
@@ -166,6 +193,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Compress(a))) => bench_compress(&a),
         Some(Command::Bench(Bench::Store(a))) => bench_store(&a),
         Some(Command::Bench(Bench::Readahead(a))) => bench_readahead(&a),
+        Some(Command::Bench(Bench::Usemem(a))) => bench_usemem(&a),
         Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
         Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
     };
@@ -335,5 +363,39 @@ fn bench_readahead(a: &ReadaheadArgs) -> Result<(), BenchError> {
         a.pages, a.resident, a.accesses, a.pool_percent, a.page_cluster
     );
     println!("{}", readahead::table(&rows));
+    Ok(())
+}
+
+fn bench_usemem(a: &UsememArgs) -> Result<(), BenchError> {
+    let params = usemem::UsememParams {
+        threads: a.threads,
+        bytes_per_thread: a.mib_per_thread << 20,
+        limit_bytes: a.limit_mib << 20,
+        folio_pages: a.folio_pages,
+        algorithms: a.compressors.clone(),
+        parallel: !a.sequential,
+        read_back: !a.no_read_back,
+    };
+    let progress = Progress::new("bench usemem", (params.algorithms.len() * 2) as u64);
+    let rows = usemem::run(&params, &progress)?;
+    progress.finish();
+    println!(
+        "usemem{}: {} MiB each, limit {} MiB, {} KiB folios, {} compressor backend{}",
+        a.threads,
+        a.mib_per_thread,
+        a.limit_mib,
+        a.folio_pages * 4,
+        if a.sequential {
+            "sequential"
+        } else {
+            "parallel"
+        },
+        if a.no_read_back {
+            ""
+        } else {
+            ", every page read back and checked"
+        }
+    );
+    println!("{}", usemem::table(&rows));
     Ok(())
 }

@@ -265,6 +265,10 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // Regions may outlive the runtime: bring their pages back and hand
+        // them over as plain memory, so no access ever waits for a handler
+        // that is gone.
+        self.inner.release_all_regions();
         self.inner.stop.store(true, Ordering::Release);
         {
             let (flag, cv) = &self.inner.wake_reclaim;
@@ -368,6 +372,57 @@ impl Drop for Region {
 }
 
 impl Inner {
+    /// Swaps every page of every live region back in and unregisters the
+    /// regions: from then on they are ordinary memory.
+    fn release_all_regions(&self) {
+        let bases: Vec<usize> = self.state.lock().regions.keys().copied().collect();
+        for base in bases {
+            // Stop evictions of this region, then wait for those in flight.
+            loop {
+                let mut st = self.state.lock();
+                let Some(region) = st.regions.get_mut(&base) else {
+                    break;
+                };
+                region.dying = true;
+                if !region.in_flight() {
+                    break;
+                }
+                drop(st);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            loop {
+                let next = {
+                    let mut st = self.state.lock();
+                    let Some(region) = st.regions.get_mut(&base) else {
+                        break;
+                    };
+                    match region
+                        .pages
+                        .iter()
+                        .position(|p| matches!(p, PageState::Swapped(_)))
+                    {
+                        Some(idx) => {
+                            let PageState::Swapped(slot) = region.pages[idx] else {
+                                unreachable!()
+                            };
+                            region.pages[idx] = PageState::Loading;
+                            Some((idx, slot))
+                        }
+                        None => None,
+                    }
+                };
+                match next {
+                    Some((idx, slot)) => self.swap_in(base, idx, slot, &[]),
+                    None => break,
+                }
+            }
+            if let Some(region) = self.state.lock().regions.get(&base) {
+                let len = region.pages.len() * PAGE_SIZE;
+                let _ = self.uffd.unregister(base as *mut libc::c_void, len);
+            }
+        }
+    }
+
     fn handle_faults(&self) {
         let fd = self.uffd.as_raw_fd();
         while !self.stop.load(Ordering::Acquire) {

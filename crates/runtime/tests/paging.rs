@@ -178,3 +178,23 @@ fn refused_evictions_keep_pages_resident() {
         "refused pages stayed resident: {s:?}"
     );
 }
+
+#[test]
+fn a_region_outliving_its_runtime_keeps_every_byte() {
+    let rt = Runtime::new(config(64)).unwrap();
+    let npages = 1024;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 3);
+    }
+    assert!(rt.stats().evicted_pages > 500, "most pages are swapped out");
+    drop(rt);
+    // No runtime, no handler: the pages must already be back.
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        fill(&mut expect, i, 3);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+}

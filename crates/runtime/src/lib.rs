@@ -4,7 +4,10 @@
 //! userfaultfd in missing and write-protect modes. Each region's pages live
 //! either in memory or in the [`zswap::Swap`] store. A resident-page limit
 //! (memcg `memory.high`'s role) makes a reclaim thread evict the oldest
-//! pages, kswapd-style, and past a margin the fault handler reclaims directly.
+//! pages, kswapd-style. Past 125% of the limit (plus one reclaim batch) the
+//! fault handler reclaims directly until back under it, holding faults
+//! meanwhile: resident memory stays below that ceiling plus one fault's
+//! pages.
 //!
 //! ## The evict-vs-fault protocol
 //!

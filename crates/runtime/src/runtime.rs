@@ -444,11 +444,11 @@ impl Inner {
                 } = event
                 {
                     self.missing_fault(addr as usize & !(PAGE_SIZE - 1));
+                    self.maybe_reclaim();
                 }
                 // Write-protect faults wait for their eviction to finish;
                 // the evictor wakes them.
             }
-            self.maybe_reclaim();
         }
     }
 
@@ -626,10 +626,14 @@ impl Inner {
             *flag.lock() = true;
             cv.notify_one();
         }
-        // Far over the limit: reclaim here (direct reclaim).
-        if resident > self.high_pages + self.high_pages / 4 + self.cfg.reclaim_batch {
+        // Far over the limit: reclaim here until back under it (direct
+        // reclaim). Faults wait meanwhile: memory.high's throttling.
+        let ceiling = self.high_pages + self.high_pages / 4 + self.cfg.reclaim_batch;
+        while self.state.lock().resident > ceiling {
             bump(&self.counters.direct_reclaims, 1);
-            self.evict(self.cfg.reclaim_batch);
+            if self.evict(self.cfg.reclaim_batch) == 0 {
+                break;
+            }
         }
     }
 

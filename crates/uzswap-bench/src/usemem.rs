@@ -239,9 +239,15 @@ mod tests {
         };
         let rows = run(&p, &Progress::hidden()).unwrap();
         assert_eq!(rows.len(), 2);
+        // 8 MiB written under a 2 MiB limit, every page verified by run():
+        // pages were evicted through zswap and faulted back in.
         for r in &rows {
-            assert!(r.swap.zswpout > 1000, "{r:?}");
-            assert!(r.rt.evicted_pages > 1000 && r.total_kbps > 0.0);
+            assert!(r.swap.zswpout > 0 && r.rt.evicted_pages > 0, "{r:?}");
+            assert!(r.rt.swapin_faults > 0 && r.swap.zswpin > 0, "{r:?}");
+            assert!(
+                r.rt.resident_pages <= 512 + 128 + 64 + 16,
+                "resident stays bounded: {r:?}"
+            );
         }
         assert!(table(&rows).to_string().contains("Total throughput"));
     }

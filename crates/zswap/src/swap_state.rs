@@ -178,16 +178,20 @@ impl Swap {
         for &o in offsets {
             self.drop_contents(o);
         }
-        let (mut rest_pages, mut rest_offsets) = (Vec::new(), Vec::new());
-        let mut report = SwapOutReport::default();
+        let (mut rest_pages, mut rest_offsets, mut zero_offsets) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (&page, &o) in pages.iter().zip(offsets) {
             if page.iter().all(|&b| b == 0) {
-                report.zero += 1;
+                zero_offsets.push(o);
             } else {
                 rest_pages.push(page);
                 rest_offsets.push(o);
             }
         }
+        let mut report = SwapOutReport {
+            zero: zero_offsets.len(),
+            ..SwapOutReport::default()
+        };
         if !rest_pages.is_empty() {
             match self.zswap.store(&rest_pages, &rest_offsets) {
                 Ok(()) => report.zswap = rest_pages.len(),
@@ -204,10 +208,8 @@ impl Swap {
                 }
             }
         }
-        for (&page, &o) in pages.iter().zip(offsets) {
-            if page.iter().all(|&b| b == 0) {
-                self.set_zero(o, true);
-            }
+        for o in zero_offsets {
+            self.set_zero(o, true);
         }
         Counters::add(&self.counters.swpout_zero, report.zero);
         Ok(report)

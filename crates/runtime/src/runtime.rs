@@ -1,7 +1,7 @@
 //! The runtime: regions, the fault handler thread, the reclaim thread.
 
 use crate::RuntimeError;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -334,27 +334,17 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        // Wait until no eviction or swap-in of this region is in flight:
-        // their ioctls and madvise must not outlive the mapping.
-        let data = loop {
-            let mut st = self.inner.state.lock();
-            let Some(region) = st.regions.get_mut(&self.base) else {
-                break None;
-            };
-            region.dying = true;
-            if !region.in_flight() {
-                break st.regions.remove(&self.base);
-            }
-            drop(st);
-            std::thread::sleep(Duration::from_micros(200));
-        };
-        if let Some(data) = data {
+        // No eviction or swap-in of this region may be in flight: their
+        // ioctls and madvise must not outlive the mapping.
+        let mut st = self.inner.quiesce(self.base);
+        if let Some(data) = st.regions.remove(&self.base) {
             let resident = data
                 .pages
                 .iter()
                 .filter(|p| **p == PageState::Resident)
                 .count();
-            self.inner.state.lock().resident -= resident;
+            st.resident -= resident;
+            drop(st);
             for p in &data.pages {
                 if let PageState::Swapped(slot) = p {
                     let _ = self.inner.swap.free(*slot);
@@ -372,24 +362,31 @@ impl Drop for Region {
 }
 
 impl Inner {
+    /// Marks the region at `base` dying (no new evictions start there) and
+    /// waits until none of its evictions or swap-ins is in flight; returns
+    /// the state lock, held, in that condition.
+    fn quiesce(&self, base: usize) -> MutexGuard<'_, State> {
+        loop {
+            let mut st = self.state.lock();
+            let Some(region) = st.regions.get_mut(&base) else {
+                return st;
+            };
+            region.dying = true;
+            if !region.in_flight() {
+                return st;
+            }
+            drop(st);
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// Swaps every page of every live region back in and unregisters the
     /// regions: from then on they are ordinary memory.
     fn release_all_regions(&self) {
         let bases: Vec<usize> = self.state.lock().regions.keys().copied().collect();
         for base in bases {
             // Stop evictions of this region, then wait for those in flight.
-            loop {
-                let mut st = self.state.lock();
-                let Some(region) = st.regions.get_mut(&base) else {
-                    break;
-                };
-                region.dying = true;
-                if !region.in_flight() {
-                    break;
-                }
-                drop(st);
-                std::thread::sleep(Duration::from_micros(200));
-            }
+            drop(self.quiesce(base));
             loop {
                 let next = {
                     let mut st = self.state.lock();

@@ -15,14 +15,20 @@ if command -v rustup >/dev/null 2>&1; then
         fi
     done
 fi
-# userfaultfd-sys generates its bindings with bindgen, which needs libclang.
-if ! ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'; then
-    echo "setup: installing libclang-dev (for userfaultfd-sys bindings)"
-    if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev
-    else
-        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev
-    fi
+# apt packages: libclang-dev (userfaultfd-sys generates its bindings with
+# bindgen), a C compiler, python3 and setpriv (the `uzswap run` tests run C
+# and Python programs, and one as an unprivileged user).
+missing=()
+ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so' || missing+=(libclang-dev)
+command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 echo "setup: fetching crates"
 cargo fetch --locked

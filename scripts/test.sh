@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The test suite: every crate's unit, model-based and stress tests, then the
-# loom model of zsmalloc's free-vs-migration protocol.
+# The test suite: every crate's unit, model-based and stress tests (the
+# `uzswap run` tests need the LD_PRELOAD library, so the whole workspace is
+# built first), then the loom models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== cargo build (workspace, with the LD_PRELOAD library) =="
+cargo build --workspace --locked
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
 

@@ -292,7 +292,7 @@ impl<C: Codec> Parallel<C> {
             .map(|i| {
                 let (shared, rx, idle_poll) = (shared.clone(), rx.clone(), config.idle_poll);
                 std::thread::Builder::new()
-                    .name(format!("uzswap-comp{i}"))
+                    .name(format!("uzswap/comp{i}"))
                     .spawn(move || worker(&shared, &rx, idle_poll))
                     .expect("spawning a compression worker")
             })

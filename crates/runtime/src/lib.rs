@@ -40,11 +40,16 @@
 //!
 //! state lock → (nothing): compression, I/O and ioctls run unlocked.
 
+pub mod launch;
 #[cfg(test)]
 mod protocol_model;
+pub mod report;
 mod runtime;
+pub mod settings;
+mod uffd;
 
 pub use runtime::{Region, Runtime, RuntimeConfig, RuntimeStats};
+pub use settings::Settings;
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]

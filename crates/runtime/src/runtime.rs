@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use userfaultfd::{Event, FaultKind, RegisterMode, Uffd, UffdBuilder};
+use userfaultfd::{Event, FaultKind, RegisterMode, Uffd};
 use zswap::{Swap, PAGE_SIZE};
 
 /// Runtime settings.
@@ -97,6 +97,25 @@ pub struct RuntimeStats {
     pub evict_failures: u64,
 }
 
+impl RuntimeStats {
+    /// `(name, value)` for every counter, in a stable order.
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("resident_pages", self.resident_pages),
+            ("high_pages", self.high_pages),
+            ("faults", self.faults),
+            ("zero_faults", self.zero_faults),
+            ("swapin_faults", self.swapin_faults),
+            ("around_pages", self.around_pages),
+            ("evicted_pages", self.evicted_pages),
+            ("direct_reclaims", self.direct_reclaims),
+            ("workingset_refault", self.workingset_refault),
+            ("workingset_activate", self.workingset_activate),
+            ("evict_failures", self.evict_failures),
+        ]
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     faults: AtomicU64,
@@ -148,12 +167,7 @@ impl Runtime {
                 "high_bytes >= 4096, reclaim_batch and evict_folio_pages >= 1".into(),
             ));
         }
-        let uffd = UffdBuilder::new()
-            .close_on_exec(true)
-            .non_blocking(true)
-            .user_mode_only(true)
-            .create()
-            .map_err(|e| RuntimeError::Uffd(e.to_string()))?;
+        let uffd = crate::uffd::open()?;
         let swap = Swap::new(cfg.swap.clone())?;
         let inner = Arc::new(Inner {
             uffd,
@@ -168,13 +182,13 @@ impl Runtime {
         let handler = {
             let inner = inner.clone();
             std::thread::Builder::new()
-                .name("uzswap-fault".into())
+                .name("uzswap/fault".into())
                 .spawn(move || inner.handle_faults())
         };
         let reclaimer = {
             let inner = inner.clone();
             std::thread::Builder::new()
-                .name("uzswap-reclaim".into())
+                .name("uzswap/reclaim".into())
                 .spawn(move || inner.reclaim_loop())
         };
         let threads = vec![
@@ -206,6 +220,11 @@ impl Runtime {
                 source: std::io::Error::last_os_error(),
             });
         }
+        // A forked child must never see a region's pages half swapped out
+        // (its copy has no handler): the mapping is not inherited, and a
+        // child that touches it faults (SIGSEGV) rather than read zeros.
+        // SAFETY: advice on the mapping made just above.
+        unsafe { libc::madvise(ptr, bytes, libc::MADV_DONTFORK) };
         let base = ptr as usize;
         self.inner.state.lock().regions.insert(
             base,
@@ -332,6 +351,29 @@ impl Region {
     }
 }
 
+impl Region {
+    /// Hands the region over as plain memory: every swapped page is brought
+    /// back, the range is unregistered from userfaultfd and forgotten by the
+    /// runtime, and the mapping stays. Returns `(address, length)`; the
+    /// caller owns the mapping from now on (and `munmap`s it).
+    pub fn into_plain(self) -> (usize, usize) {
+        let (base, len) = (self.base, self.len);
+        self.inner.release_region(base);
+        let mut st = self.inner.state.lock();
+        if let Some(data) = st.regions.remove(&base) {
+            let resident = data
+                .pages
+                .iter()
+                .filter(|p| **p == PageState::Resident)
+                .count();
+            st.resident -= resident;
+        }
+        drop(st);
+        std::mem::forget(self);
+        (base, len)
+    }
+}
+
 impl Drop for Region {
     fn drop(&mut self) {
         // No eviction or swap-in of this region may be in flight: their
@@ -385,38 +427,38 @@ impl Inner {
     fn release_all_regions(&self) {
         let bases: Vec<usize> = self.state.lock().regions.keys().copied().collect();
         for base in bases {
-            // Stop evictions of this region, then wait for those in flight.
-            drop(self.quiesce(base));
-            loop {
-                let next = {
-                    let mut st = self.state.lock();
-                    let Some(region) = st.regions.get_mut(&base) else {
-                        break;
-                    };
-                    match region
-                        .pages
-                        .iter()
-                        .position(|p| matches!(p, PageState::Swapped(_)))
-                    {
-                        Some(idx) => {
-                            let PageState::Swapped(slot) = region.pages[idx] else {
-                                unreachable!()
-                            };
-                            region.pages[idx] = PageState::Loading;
-                            Some((idx, slot))
-                        }
-                        None => None,
-                    }
+            self.release_region(base);
+        }
+    }
+
+    /// Stops evictions of the region at `base`, waits for those in flight,
+    /// brings every swapped page back and unregisters the range. The
+    /// region's record stays (all pages resident or untouched).
+    fn release_region(&self, base: usize) {
+        drop(self.quiesce(base));
+        loop {
+            let next = {
+                let mut st = self.state.lock();
+                let Some(region) = st.regions.get_mut(&base) else {
+                    break;
                 };
-                match next {
-                    Some((idx, slot)) => self.swap_in(base, idx, slot, &[]),
-                    None => break,
+                let found = region.pages.iter().enumerate().find_map(|(i, p)| match p {
+                    PageState::Swapped(slot) => Some((i, *slot)),
+                    _ => None,
+                });
+                if let Some((idx, _)) = found {
+                    region.pages[idx] = PageState::Loading;
                 }
+                found
+            };
+            match next {
+                Some((idx, slot)) => self.swap_in(base, idx, slot, &[]),
+                None => break,
             }
-            if let Some(region) = self.state.lock().regions.get(&base) {
-                let len = region.pages.len() * PAGE_SIZE;
-                let _ = self.uffd.unregister(base as *mut libc::c_void, len);
-            }
+        }
+        if let Some(region) = self.state.lock().regions.get(&base) {
+            let len = region.pages.len() * PAGE_SIZE;
+            let _ = self.uffd.unregister(base as *mut libc::c_void, len);
         }
     }
 

@@ -3,6 +3,8 @@
 //! With no arguments it runs the default job: a short seed-001 `zs_free`
 //! experiment and the density report, with built-in parameters.
 
+mod run;
+
 use clap::{Args, Parser, Subcommand};
 use compress::corpus::Corpus;
 use std::path::PathBuf;
@@ -22,6 +24,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a program with its large allocations paged through uzswap:
+    /// `uzswap run --limit 512M -- CMD ARGS…`
+    Run(run::RunArgs),
+    /// Live counters of a program running under `uzswap run`.
+    Stats {
+        /// Its process id.
+        pid: u32,
+        /// `name value` lines instead of a table.
+        #[arg(long)]
+        raw: bool,
+    },
     /// Run one of the seeds' experiments.
     #[command(subcommand)]
     Bench(Bench),
@@ -187,6 +200,24 @@ struct DensityArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Some(Command::Run(a)) => {
+            return match run::run(&a) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(e) => {
+                    eprintln!("uzswap: {e}");
+                    ExitCode::from(125)
+                }
+            }
+        }
+        Some(Command::Stats { pid, raw }) => {
+            return match run::stats(pid, raw) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uzswap: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         None => default_job(),
         Some(Command::Bench(Bench::Zsfree(a))) => bench_zsfree(&a),
         Some(Command::Bench(Bench::Density(a))) => bench_density(&a),

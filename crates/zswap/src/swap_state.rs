@@ -509,7 +509,7 @@ impl Shrinker {
         let stop = Arc::new(AtomicBool::new(false));
         let (w, st) = (wake.clone(), stop.clone());
         let thread = std::thread::Builder::new()
-            .name("uzswap-shrink".into())
+            .name("uzswap/shrink".into())
             .spawn(move || loop {
                 {
                     let (flag, cv) = &*w;

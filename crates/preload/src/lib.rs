@@ -1,0 +1,69 @@
+//! # uzswap-preload — run unmodified programs on uzswap memory
+//!
+//! `LD_PRELOAD=libuzswap_preload.so PROGRAM` (what `uzswap run` does) serves
+//! the program's large allocations from [`runtime::Region`]s, paged through
+//! zswap under a resident limit, and passes everything else to glibc:
+//!
+//! - `malloc`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
+//!   `aligned_alloc`, `memalign`, `valloc`, `pvalloc` of at least
+//!   `UZSWAP_MIN_ALLOC` bytes (128K, glibc's mmap threshold) get a region;
+//!   `free` and `malloc_usable_size` recognise region pointers.
+//! - `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)`
+//!   of at least that size gets a region; `munmap` of exactly it drops it.
+//! - Anything else a program does to a region's range (`munmap` of part,
+//!   `mremap`, `mprotect` to other than read-write, discarding `madvise`,
+//!   `MAP_FIXED` over it) first turns the region into plain memory (every
+//!   page swapped back in, unregistered) and then goes to the kernel: the
+//!   program sees exactly the kernel's semantics.
+//!
+//! The runtime starts at the first large allocation (a program that makes
+//! none pays nothing), with the settings of the `UZSWAP_*` variables
+//! ([`runtime::Settings`]). Its counters are served on
+//! `RUN_DIR/PID.sock` while the program runs and written to
+//! `STATS_DIR/PID.stats` at exit ([`runtime::report`]).
+//!
+//! ## Invariants
+//!
+//! 1. The library's own Rust code allocates from glibc directly
+//!    (`__libc_malloc`, the global allocator below), never through the
+//!    hooks.
+//! 2. Calls made by the runtime's threads (named `uzswap/*`, a name no
+//!    executable's own can have), or by a hook
+//!    already running on this thread (C libraries inside compression, the
+//!    runtime's own `mmap`/`munmap`/`madvise`), pass straight to glibc or
+//!    the kernel.
+//! 3. In a forked child the runtime's threads do not exist: the child
+//!    never uses the runtime, and regions are not inherited (MADV_DONTFORK).
+//!
+//! ## Lock order
+//!
+//! region table → runtime state lock. The table lock is never held while
+//! waiting for the runtime (a region is dropped after its entry is removed),
+//! and the runtime's threads never take it.
+
+mod hooks;
+mod libc_alloc;
+mod preload;
+mod stats;
+
+#[global_allocator]
+static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
+
+/// Runs when the library is loaded: reads the settings (a bad one stops the
+/// program with a clear message).
+extern "C" fn on_load() {
+    preload::load_settings();
+}
+
+/// Runs at exit: writes the final counters.
+extern "C" fn on_exit() {
+    stats::write_exit_report();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+#[used]
+#[link_section = ".fini_array"]
+static ON_EXIT: extern "C" fn() = on_exit;

@@ -1,0 +1,299 @@
+//! The process-wide state: settings, the runtime, and the table of regions
+//! handed to the program.
+
+use parking_lot::Mutex;
+use runtime::{Region, Runtime, Settings};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+const PAGE: usize = 4096;
+
+/// Smallest allocation served from a region; `usize::MAX` until the
+/// settings are read (everything passes through before that).
+static MIN_ALLOC: AtomicUsize = AtomicUsize::new(usize::MAX);
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+static PRELOAD: OnceLock<Preload> = OnceLock::new();
+/// Set in a forked child: the runtime's threads are the parent's.
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// Bounds of every region ever handed out: a cheap "not ours" test.
+static LO: AtomicUsize = AtomicUsize::new(usize::MAX);
+static HI: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// A hook is running on this thread: nested calls pass through.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// 0 unknown, 1 the program's thread, 2 a runtime thread.
+    static THREAD_KIND: Cell<u8> = const { Cell::new(0) };
+}
+
+/// How the program got a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Malloc,
+    Mapping,
+}
+
+struct Entry {
+    region: Region,
+    /// The address handed to the program (aligned inside the region).
+    user: usize,
+    kind: Kind,
+}
+
+impl Entry {
+    fn usable(&self) -> usize {
+        self.region.as_ptr() as usize + self.region.len() - self.user
+    }
+}
+
+/// The runtime and what the program holds of it.
+pub struct Preload {
+    pub runtime: Runtime,
+    table: Mutex<BTreeMap<usize, Entry>>,
+    pub settings: Settings,
+    pub region_allocs: AtomicU64,
+    pub regions_released: AtomicU64,
+}
+
+/// Marks this thread busy in a hook while alive.
+pub struct Busy(());
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.with(|b| b.set(false));
+    }
+}
+
+/// Enters a hook that may use the runtime: `None` when the call must pass
+/// through (nested call, runtime thread, forked child).
+pub fn enter() -> Option<Busy> {
+    if FORKED.load(Ordering::Relaxed) || BUSY.with(Cell::get) || is_runtime_thread() {
+        return None;
+    }
+    Some(force_busy())
+}
+
+/// Marks the thread busy whoever it is (for work on a region found in the
+/// table, whose syscalls must reach the kernel).
+pub fn force_busy() -> Busy {
+    BUSY.with(|b| b.set(true));
+    Busy(())
+}
+
+/// Whether the calls of this thread must bypass the hooks.
+pub fn passes_through() -> bool {
+    FORKED.load(Ordering::Relaxed) || BUSY.with(Cell::get) || is_runtime_thread()
+}
+
+fn is_runtime_thread() -> bool {
+    THREAD_KIND.with(|k| {
+        if k.get() == 0 {
+            let mut name = [0u8; 16];
+            // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
+            let r = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+            let ours = r == 0 && name.starts_with(b"uzswap/");
+            k.set(if ours { 2 } else { 1 });
+        }
+        k.get() == 2
+    })
+}
+
+extern "C" fn in_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Reads the settings from the environment; a bad one ends the program
+/// with a message naming it.
+pub fn load_settings() {
+    match Settings::from_env() {
+        Ok(s) => {
+            MIN_ALLOC.store(s.min_alloc_bytes, Ordering::Relaxed);
+            let _ = SETTINGS.set(s);
+            // SAFETY: registering a handler with no preconditions.
+            unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+        }
+        Err(e) => die(&format!("bad setting: {e}")),
+    }
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("uzswap: {msg}");
+    // SAFETY: ends the process at once; nothing of ours needs unwinding.
+    unsafe { libc::_exit(70) }
+}
+
+/// The runtime, started on first use. A runtime that cannot start (no
+/// userfaultfd) ends the program with the reason: it was asked to run
+/// under a memory limit it would not get.
+pub fn get() -> Option<&'static Preload> {
+    let settings = SETTINGS.get()?;
+    Some(PRELOAD.get_or_init(|| {
+        let runtime = Runtime::new(settings.runtime_config())
+            .unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
+        let p = Preload {
+            runtime,
+            table: Mutex::new(BTreeMap::new()),
+            settings: settings.clone(),
+            region_allocs: AtomicU64::new(0),
+            regions_released: AtomicU64::new(0),
+        };
+        crate::stats::start_server();
+        p
+    }))
+}
+
+/// Whether this process is a forked child of the one that started the
+/// runtime.
+pub fn forked() -> bool {
+    FORKED.load(Ordering::Relaxed)
+}
+
+/// The runtime if it has started (never starts it).
+pub fn started() -> Option<&'static Preload> {
+    PRELOAD.get()
+}
+
+/// A region for `size` bytes aligned to `align` (a power of two), or `None`
+/// to leave the request to glibc.
+pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
+    if size < MIN_ALLOC.load(Ordering::Relaxed) {
+        return None;
+    }
+    let _busy = enter()?;
+    let p = get()?;
+    let extra = if align > PAGE { align } else { 0 };
+    let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;
+    let base = region.as_ptr() as usize;
+    let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
+    LO.fetch_min(base, Ordering::Relaxed);
+    HI.fetch_max(base + region.len(), Ordering::Relaxed);
+    p.region_allocs.fetch_add(1, Ordering::Relaxed);
+    p.table.lock().insert(base, Entry { region, user, kind });
+    Some(user)
+}
+
+fn in_bounds(addr: usize, len: usize) -> bool {
+    addr < HI.load(Ordering::Relaxed) && addr.saturating_add(len) > LO.load(Ordering::Relaxed)
+}
+
+/// The usable size of a region pointer handed out by [`alloc`].
+pub fn usable_size(ptr: usize) -> Option<usize> {
+    if !in_bounds(ptr, 1) {
+        return None;
+    }
+    let p = started()?;
+    let table = p.table.lock();
+    let (_, e) = table.range(..=ptr).next_back()?;
+    (e.user == ptr).then(|| e.usable())
+}
+
+/// What [`free`] did with a pointer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Freed {
+    /// Not a region pointer: glibc's.
+    NotOurs,
+    /// A region, now gone (or, in a forked child, left alone).
+    Region,
+}
+
+/// Frees the region `ptr` was handed out for.
+pub fn free(ptr: usize) -> Freed {
+    if !in_bounds(ptr, 1) {
+        return Freed::NotOurs;
+    }
+    let Some(p) = started() else {
+        return Freed::NotOurs;
+    };
+    if FORKED.load(Ordering::Relaxed) {
+        // The parent's regions are not mapped here; leave them alone.
+        return Freed::Region;
+    }
+    let entry = {
+        let mut table = p.table.lock();
+        match table.range(..=ptr).next_back() {
+            Some((&base, e)) if e.user == ptr && e.kind == Kind::Malloc => table.remove(&base),
+            Some((_, e)) if ptr < e.region.as_ptr() as usize + e.region.len() => {
+                // Inside a region but not its start: a bad free; glibc would
+                // abort on it, we keep the memory.
+                return Freed::Region;
+            }
+            _ => None,
+        }
+    };
+    match entry {
+        Some(e) => {
+            let _busy = force_busy();
+            drop(e);
+            Freed::Region
+        }
+        None => Freed::NotOurs,
+    }
+}
+
+/// `munmap(addr, len)` of exactly a mapping region drops it: `true`.
+pub fn unmap_exact(addr: usize, len: usize) -> bool {
+    if !in_bounds(addr, len) {
+        return false;
+    }
+    let Some(p) = started() else {
+        return false;
+    };
+    let entry = {
+        let mut table = p.table.lock();
+        let hit = table.get(&addr).is_some_and(|e| {
+            e.kind == Kind::Mapping && e.user == addr && len.div_ceil(PAGE) * PAGE == e.region.len()
+        });
+        if hit {
+            table.remove(&addr)
+        } else {
+            None
+        }
+    };
+    entry.is_some_and(|e| {
+        let _busy = force_busy();
+        drop(e);
+        true
+    })
+}
+
+/// Turns every region overlapping `[addr, addr+len)` into plain memory,
+/// before the program changes the range in a way the runtime does not
+/// model. Returns how many.
+pub fn release_overlapping(addr: usize, len: usize) -> usize {
+    if !in_bounds(addr, len) {
+        return 0;
+    }
+    let Some(p) = started() else {
+        return 0;
+    };
+    let end = addr.saturating_add(len);
+    let hits: Vec<Entry> = {
+        let mut table = p.table.lock();
+        let bases: Vec<usize> = table
+            .range(..end)
+            .filter(|(&b, e)| b + e.region.len() > addr)
+            .map(|(&b, _)| b)
+            .collect();
+        bases.iter().filter_map(|b| table.remove(b)).collect()
+    };
+    let n = hits.len();
+    let _busy = force_busy();
+    for e in hits {
+        // The mapping stays; from now on it is the program's own.
+        let _ = e.region.into_plain();
+    }
+    p.regions_released.fetch_add(n as u64, Ordering::Relaxed);
+    n
+}
+
+/// Regions held now and their bytes.
+pub fn holdings() -> (u64, u64) {
+    let Some(p) = started() else {
+        return (0, 0);
+    };
+    let table = p.table.lock();
+    let bytes = table.values().map(|e| e.region.len() as u64).sum();
+    (table.len() as u64, bytes)
+}

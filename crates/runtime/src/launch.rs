@@ -1,0 +1,232 @@
+//! Running a program under the LD_PRELOAD library (`uzswap run`): finding
+//! the library, checking that userfaultfd works for this user, passing the
+//! settings, and collecting every process's counters at the end.
+
+use crate::report;
+use crate::settings::{env, Settings};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// File name of the LD_PRELOAD library.
+pub const LIBRARY: &str = "libuzswap_preload.so";
+/// Variable naming the library explicitly.
+pub const LIBRARY_VAR: &str = "UZSWAP_PRELOAD";
+
+/// Why a program could not be started under uzswap.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{LIBRARY} not found (looked at {looked}); build it with `cargo build --release -p uzswap-preload`, or name it in {LIBRARY_VAR}")]
+    NoLibrary { looked: String },
+    #[error("{0}")]
+    Settings(#[from] crate::settings::SettingsError),
+    #[error(transparent)]
+    Runtime(#[from] crate::RuntimeError),
+    #[error("no command to run")]
+    NoCommand,
+    #[error("cannot run {cmd}: {source}")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("stats folder {path}: {source}")]
+    StatsDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Finds the library: `$UZSWAP_PRELOAD`, else next to `exe` (or in its
+/// `deps/`), as cargo lays out `target/<profile>/`.
+pub fn find_library(exe: &Path) -> Result<PathBuf, LaunchError> {
+    if let Some(p) = std::env::var_os(LIBRARY_VAR) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(LaunchError::NoLibrary {
+                looked: format!("{LIBRARY_VAR}={}", p.display()),
+            })
+        };
+    }
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| LaunchError::NoLibrary {
+            looked: candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Checks that this user may create the userfaultfd the runtime needs
+/// (UFFD_USER_MODE_ONLY, write-protect support).
+pub fn check_userfaultfd() -> Result<(), crate::RuntimeError> {
+    crate::uffd::open().map(drop)
+}
+
+/// The counters one process wrote at exit.
+#[derive(Debug, Clone)]
+pub struct ProcessStats {
+    pub pid: u32,
+    pub fields: Vec<(String, u64)>,
+}
+
+impl ProcessStats {
+    pub fn get(&self, name: &str) -> u64 {
+        report::get(&self.fields, name)
+    }
+}
+
+/// How a program run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub elapsed: Duration,
+    /// User and system CPU time of the program and its children.
+    pub user: Duration,
+    pub sys: Duration,
+    /// Every process of the run that used the runtime, by pid.
+    pub processes: Vec<ProcessStats>,
+}
+
+impl Outcome {
+    /// A counter summed over the run's processes.
+    pub fn total(&self, name: &str) -> u64 {
+        self.processes.iter().map(|p| p.get(name)).sum()
+    }
+
+    /// The exit code to pass on: the program's, or 128 + its signal.
+    pub fn exit_code(&self) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        self.status
+            .code()
+            .unwrap_or_else(|| 128 + self.status.signal().unwrap_or(0))
+    }
+}
+
+/// A program to run under uzswap.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub settings: Settings,
+    pub library: PathBuf,
+    pub command: Vec<String>,
+}
+
+fn children_cpu() -> (Duration, Duration) {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+impl Launch {
+    /// The command with the library preloaded and the settings in its
+    /// environment; `stats_dir` receives each process's counters.
+    pub fn command(&self, stats_dir: &Path) -> Result<Command, LaunchError> {
+        let (program, args) = self.command.split_first().ok_or(LaunchError::NoCommand)?;
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        let preload = match std::env::var("LD_PRELOAD") {
+            Ok(old) if !old.is_empty() => format!("{} {old}", self.library.display()),
+            _ => self.library.display().to_string(),
+        };
+        cmd.env("LD_PRELOAD", preload);
+        for (k, v) in self.settings.to_vars() {
+            cmd.env(k, v);
+        }
+        cmd.env(env::STATS_DIR, stats_dir);
+        Ok(cmd)
+    }
+
+    /// Runs the program to the end (checking userfaultfd first) and
+    /// gathers every process's counters. `on_start` gets the child's pid.
+    pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
+        self.settings.validate()?;
+        check_userfaultfd()?;
+        let dir = std::env::temp_dir().join(format!(
+            "uzswap-run-{}-{}",
+            std::process::id(),
+            unique_suffix()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|source| LaunchError::StatsDir {
+            path: dir.clone(),
+            source,
+        })?;
+        let mut cmd = self.command(&dir)?;
+        let (user0, sys0) = children_cpu();
+        let start = Instant::now();
+        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+            cmd: self.command.join(" "),
+            source,
+        })?;
+        on_start(child.id());
+        let status = child.wait().map_err(|source| LaunchError::Spawn {
+            cmd: self.command.join(" "),
+            source,
+        })?;
+        let elapsed = start.elapsed();
+        let (user1, sys1) = children_cpu();
+        let processes = read_stats_dir(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(Outcome {
+            status,
+            elapsed,
+            user: user1.saturating_sub(user0),
+            sys: sys1.saturating_sub(sys0),
+            processes,
+        })
+    }
+}
+
+fn unique_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Every `PID.stats` in `dir`, by pid.
+pub fn read_stats_dir(dir: &Path) -> Vec<ProcessStats> {
+    let mut out: Vec<ProcessStats> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let pid = name.strip_suffix(".stats")?.parse().ok()?;
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            Some(ProcessStats {
+                pid,
+                fields: report::parse(&text),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Reads a running process's counters from its socket.
+pub fn live_stats(pid: u32) -> Result<Vec<(String, u64)>, String> {
+    use std::io::Read;
+    let path = report::socket_path(pid);
+    match std::os::unix::net::UnixStream::connect(&path) {
+        Ok(mut s) => {
+            let mut text = String::new();
+            s.read_to_string(&mut text)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            Ok(report::parse(&text))
+        }
+        Err(e) => {
+            let alive = Path::new(&format!("/proc/{pid}")).exists();
+            Err(if alive {
+                format!("process {pid} serves no uzswap stats at {} ({e}): it does not run under `uzswap run`, or has made no large allocation yet", path.display())
+            } else {
+                format!("no process {pid}")
+            })
+        }
+    }
+}

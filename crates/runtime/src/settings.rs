@@ -1,0 +1,372 @@
+//! Settings of a runtime started for a whole program (`uzswap run` and the
+//! LD_PRELOAD library), carried from the command line to the program in
+//! `UZSWAP_*` environment variables.
+
+use crate::RuntimeConfig;
+use compress::{Algorithm, Backend, ParallelConfig};
+use std::path::PathBuf;
+use zswap::PAGE_SIZE;
+
+/// Environment variable names, one per setting.
+pub mod env {
+    pub const LIMIT: &str = "UZSWAP_LIMIT";
+    pub const COMPRESSOR: &str = "UZSWAP_COMPRESSOR";
+    pub const BACKEND: &str = "UZSWAP_BACKEND";
+    pub const FOLIO: &str = "UZSWAP_FOLIO";
+    pub const MIN_ALLOC: &str = "UZSWAP_MIN_ALLOC";
+    pub const MAX_POOL_PERCENT: &str = "UZSWAP_MAX_POOL_PERCENT";
+    pub const WRITEBACK: &str = "UZSWAP_WRITEBACK";
+    pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
+    pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
+    /// Folder where each process writes its final counters at exit
+    /// (`PID.stats`).
+    pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
+    /// Folder of the live-stats sockets (`uzswap stats PID`).
+    pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
+    /// Every variable above, for clearing and listing.
+    pub const ALL: [&str; 11] = [
+        LIMIT,
+        COMPRESSOR,
+        BACKEND,
+        FOLIO,
+        MIN_ALLOC,
+        MAX_POOL_PERCENT,
+        WRITEBACK,
+        SWAPFILE_DIR,
+        SWAPFILE_SIZE,
+        STATS_DIR,
+        RUN_DIR,
+    ];
+}
+
+/// A bad setting; the message names the variable and the accepted values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}={value:?}: {expected}")]
+pub struct SettingsError {
+    pub name: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+/// Settings of a program-wide runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Resident bytes of paged memory above which reclaim starts.
+    pub limit_bytes: usize,
+    pub compressor: Algorithm,
+    /// Compress batches with worker threads (`true`) or page by page.
+    pub parallel: bool,
+    /// Bytes evicted as one folio (4K, 64K, 2M...), a multiple of pages.
+    pub folio_bytes: usize,
+    /// Allocations and anonymous mappings from this size up are paged.
+    pub min_alloc_bytes: usize,
+    pub max_pool_percent: u32,
+    pub writeback: bool,
+    pub swapfile_dir: PathBuf,
+    pub swapfile_bytes: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            limit_bytes: 512 << 20,
+            compressor: Algorithm::Lz4,
+            parallel: false,
+            folio_bytes: 64 << 10,
+            min_alloc_bytes: 128 << 10,
+            max_pool_percent: 20,
+            writeback: true,
+            swapfile_dir: std::env::temp_dir(),
+            swapfile_bytes: 4 << 30,
+        }
+    }
+}
+
+/// Parses `512M`, `64K`, `2G`, `4096` (bytes; K/M/G are powers of 1024,
+/// an optional trailing `B` or `iB` is accepted).
+pub fn parse_size(s: &str) -> Option<usize> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (digits, shift) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 10),
+        'm' | 'M' => (&t[..t.len() - 1], 20),
+        'g' | 'G' => (&t[..t.len() - 1], 30),
+        't' | 'T' => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let n: usize = digits.trim().parse().ok()?;
+    n.checked_mul(1usize << shift)
+}
+
+/// `536870912` as `512M`: the shortest exact form.
+pub fn format_size(bytes: usize) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "yes" | "true" | "on" => Some(true),
+        "0" | "no" | "false" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+impl Settings {
+    /// Reads the `UZSWAP_*` variables through `get`; unset ones keep their
+    /// defaults.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut s = Settings::default();
+        let bad = |name: &'static str, value: &str, expected: &'static str| SettingsError {
+            name,
+            value: value.to_string(),
+            expected,
+        };
+        if let Some(v) = get(env::LIMIT) {
+            s.limit_bytes =
+                parse_size(&v).ok_or_else(|| bad(env::LIMIT, &v, "a size such as 512M or 2G"))?;
+        }
+        if let Some(v) = get(env::COMPRESSOR) {
+            s.compressor = v.parse().map_err(|_| {
+                bad(
+                    env::COMPRESSOR,
+                    &v,
+                    "lz4, lzo, lzo-rle, zstd[:LEVEL] or deflate[:LEVEL]",
+                )
+            })?;
+        }
+        if let Some(v) = get(env::BACKEND) {
+            s.parallel = match v.as_str() {
+                "sequential" => false,
+                "parallel" => true,
+                _ => return Err(bad(env::BACKEND, &v, "sequential or parallel")),
+            };
+        }
+        if let Some(v) = get(env::FOLIO) {
+            s.folio_bytes = parse_size(&v).ok_or_else(|| bad(env::FOLIO, &v, "4K, 64K or 2M"))?;
+        }
+        if let Some(v) = get(env::MIN_ALLOC) {
+            s.min_alloc_bytes =
+                parse_size(&v).ok_or_else(|| bad(env::MIN_ALLOC, &v, "a size such as 128K"))?;
+        }
+        if let Some(v) = get(env::MAX_POOL_PERCENT) {
+            s.max_pool_percent = v
+                .parse()
+                .map_err(|_| bad(env::MAX_POOL_PERCENT, &v, "a percentage, 1 to 100"))?;
+        }
+        if let Some(v) = get(env::WRITEBACK) {
+            s.writeback = parse_bool(&v).ok_or_else(|| bad(env::WRITEBACK, &v, "1 or 0"))?;
+        }
+        if let Some(v) = get(env::SWAPFILE_DIR) {
+            s.swapfile_dir = PathBuf::from(v);
+        }
+        if let Some(v) = get(env::SWAPFILE_SIZE) {
+            s.swapfile_bytes =
+                parse_size(&v).ok_or_else(|| bad(env::SWAPFILE_SIZE, &v, "a size such as 4G"))?;
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// [`Settings::from_vars`] on this process's environment.
+    pub fn from_env() -> Result<Self, SettingsError> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Checks the ranges; the error names the variable.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let bad = |name: &'static str, value: String, expected: &'static str| {
+            Err(SettingsError {
+                name,
+                value,
+                expected,
+            })
+        };
+        if self.limit_bytes < 16 * PAGE_SIZE {
+            return bad(env::LIMIT, format_size(self.limit_bytes), "at least 64K");
+        }
+        let f = self.folio_bytes;
+        if f < PAGE_SIZE
+            || !f.is_multiple_of(PAGE_SIZE)
+            || !(f / PAGE_SIZE).is_power_of_two()
+            || f > 2 << 20
+        {
+            return bad(
+                env::FOLIO,
+                format_size(f),
+                "a power-of-two number of pages, 4K to 2M",
+            );
+        }
+        if self.min_alloc_bytes < PAGE_SIZE {
+            return bad(
+                env::MIN_ALLOC,
+                format_size(self.min_alloc_bytes),
+                "at least 4K",
+            );
+        }
+        if self.max_pool_percent == 0 || self.max_pool_percent > 100 {
+            return bad(
+                env::MAX_POOL_PERCENT,
+                self.max_pool_percent.to_string(),
+                "a percentage, 1 to 100",
+            );
+        }
+        if self.swapfile_bytes < 16 * PAGE_SIZE {
+            return bad(
+                env::SWAPFILE_SIZE,
+                format_size(self.swapfile_bytes),
+                "at least 64K",
+            );
+        }
+        Ok(())
+    }
+
+    /// The variables that carry these settings (every one, explicitly).
+    pub fn to_vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (env::LIMIT, format_size(self.limit_bytes)),
+            (env::COMPRESSOR, self.compressor.to_string()),
+            (
+                env::BACKEND,
+                if self.parallel {
+                    "parallel"
+                } else {
+                    "sequential"
+                }
+                .into(),
+            ),
+            (env::FOLIO, format_size(self.folio_bytes)),
+            (env::MIN_ALLOC, format_size(self.min_alloc_bytes)),
+            (env::MAX_POOL_PERCENT, self.max_pool_percent.to_string()),
+            (env::WRITEBACK, u8::from(self.writeback).to_string()),
+            (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
+            (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
+        ]
+    }
+
+    /// The runtime configuration these settings describe. The pool limit is
+    /// a percentage of the machine's memory, as in the kernel.
+    pub fn runtime_config(&self) -> RuntimeConfig {
+        let mut swap = zswap::Config {
+            compressor: self.compressor,
+            max_pool_percent: self.max_pool_percent,
+            writeback: self.writeback,
+            total_ram_bytes: machine_ram_bytes(),
+            swapfile_dir: self.swapfile_dir.clone(),
+            swapfile_pages: self.swapfile_bytes / PAGE_SIZE,
+            ..zswap::Config::default()
+        };
+        if self.parallel {
+            swap.compressor_backend = Backend::Parallel(ParallelConfig::default());
+        }
+        let folio_pages = self.folio_bytes / PAGE_SIZE;
+        RuntimeConfig {
+            swap,
+            high_bytes: self.limit_bytes,
+            reclaim_batch: folio_pages.max(64),
+            evict_folio_pages: folio_pages,
+        }
+    }
+}
+
+/// Physical memory of this machine (`MemTotal`), 1 GiB if unknown.
+pub fn machine_ram_bytes() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && size > 0 {
+        (pages as usize).saturating_mul(size as usize)
+    } else {
+        1 << 30
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes_parse_and_print_back() {
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("1MiB"), Some(1 << 20));
+        assert_eq!(parse_size("12MB"), Some(12 << 20));
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("M"), None);
+        assert_eq!(parse_size("-1M"), None);
+        assert_eq!(parse_size("99999999999999999999T"), None);
+        for b in [4096, 64 << 10, 2 << 20, 512 << 20, 3 << 30, 12345] {
+            assert_eq!(parse_size(&format_size(b)), Some(b));
+        }
+        assert_eq!(format_size(512 << 20), "512M");
+    }
+
+    #[test]
+    fn settings_round_trip_through_the_environment() {
+        let s = Settings {
+            limit_bytes: 96 << 20,
+            compressor: Algorithm::Zstd(5),
+            parallel: true,
+            folio_bytes: 2 << 20,
+            min_alloc_bytes: 1 << 20,
+            max_pool_percent: 33,
+            writeback: false,
+            swapfile_dir: "/var/tmp".into(),
+            swapfile_bytes: 1 << 30,
+        };
+        let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
+        let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(Settings::from_vars(|_| None).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let cases = [
+            (env::LIMIT, "lots"),
+            (env::LIMIT, "1K"),
+            (env::COMPRESSOR, "brotli"),
+            (env::BACKEND, "gpu"),
+            (env::FOLIO, "12K"),
+            (env::FOLIO, "4M"),
+            (env::MIN_ALLOC, "1"),
+            (env::MAX_POOL_PERCENT, "0"),
+            (env::MAX_POOL_PERCENT, "101"),
+            (env::WRITEBACK, "maybe"),
+            (env::SWAPFILE_SIZE, "1K"),
+        ];
+        for (name, value) in cases {
+            let err = Settings::from_vars(|k| (k == name).then(|| value.to_string()))
+                .expect_err(&format!("{name}={value} must be refused"));
+            assert_eq!(err.name, name);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn folio_size_sets_the_eviction_run() {
+        let s = Settings {
+            folio_bytes: 2 << 20,
+            ..Settings::default()
+        };
+        let cfg = s.runtime_config();
+        assert_eq!(cfg.evict_folio_pages, 512);
+        assert!(cfg.reclaim_batch >= cfg.evict_folio_pages);
+        assert_eq!(cfg.high_bytes, s.limit_bytes);
+        cfg.swap.validate().unwrap();
+    }
+}

@@ -1,0 +1,234 @@
+//! `uzswap run` and `uzswap stats`: unmodified programs on uzswap memory.
+
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use runtime::launch::{self, Launch, Outcome};
+use runtime::settings::{format_size, parse_size, Settings};
+use std::path::PathBuf;
+
+fn size_arg(s: &str) -> Result<usize, String> {
+    parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 512M, 64K, 2G)"))
+}
+
+/// Settings of a program's runtime, as flags.
+#[derive(Args, Debug, Clone)]
+pub struct RuntimeArgs {
+    /// Resident limit of the paged memory (memory.high's role): 512M, 2G…
+    #[arg(long, default_value = "512M", value_parser = size_arg)]
+    pub limit: usize,
+    /// Compressor: lz4, lzo, lzo-rle, zstd[:LEVEL], deflate[:LEVEL].
+    #[arg(long, default_value = "lz4")]
+    pub compressor: String,
+    /// Compress each folio's batch with worker threads.
+    #[arg(long)]
+    pub parallel: bool,
+    /// Folio size evicted at once: 4K, 64K or 2M.
+    #[arg(long, default_value = "64K", value_parser = size_arg)]
+    pub folio: usize,
+    /// Allocations and anonymous mappings from this size up are paged.
+    #[arg(long, default_value = "128K", value_parser = size_arg)]
+    pub min_alloc: usize,
+    /// zswap pool limit, percent of this machine's memory.
+    #[arg(long, default_value_t = 20)]
+    pub max_pool_percent: u32,
+    /// Never write pages to the swap file (memory.zswap.writeback=0).
+    #[arg(long)]
+    pub no_writeback: bool,
+    /// Folder of the (unlinked) swap file.
+    #[arg(long)]
+    pub swapfile_dir: Option<PathBuf>,
+    /// Swap file size (sparse).
+    #[arg(long, default_value = "4G", value_parser = size_arg)]
+    pub swapfile_size: usize,
+}
+
+impl RuntimeArgs {
+    pub fn settings(&self) -> Result<Settings, String> {
+        let s = Settings {
+            limit_bytes: self.limit,
+            compressor: self
+                .compressor
+                .parse()
+                .map_err(|e| format!("--compressor: {e}"))?,
+            parallel: self.parallel,
+            folio_bytes: self.folio,
+            min_alloc_bytes: self.min_alloc,
+            max_pool_percent: self.max_pool_percent,
+            writeback: !self.no_writeback,
+            swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
+            swapfile_bytes: self.swapfile_size,
+        };
+        s.validate().map_err(|e| {
+            format!(
+                "{}={}: {}",
+                flag_of(e.name),
+                e.value.trim_matches('"'),
+                e.expected
+            )
+        })?;
+        Ok(s)
+    }
+}
+
+/// The flag that sets the setting carried by variable `var`.
+fn flag_of(var: &str) -> &'static str {
+    use runtime::settings::env;
+    match var {
+        v if v == env::LIMIT => "--limit",
+        v if v == env::COMPRESSOR => "--compressor",
+        v if v == env::FOLIO => "--folio",
+        v if v == env::MIN_ALLOC => "--min-alloc",
+        v if v == env::MAX_POOL_PERCENT => "--max-pool-percent",
+        v if v == env::SWAPFILE_SIZE => "--swapfile-size",
+        _ => "a setting",
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// Print nothing of uzswap's own (the program's exit code still passes).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Also write the run's counters (summed over its processes) to this
+    /// file, one `name value` per line, for scripts.
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// The rows users compare, in the kernel's names.
+const SUMMARY: [&str; 16] = [
+    "region_allocs",
+    "region_bytes",
+    "faults",
+    "zero_faults",
+    "swapin_faults",
+    "evicted_pages",
+    "direct_reclaims",
+    "workingset_refault",
+    "zswpout",
+    "zswpin",
+    "zswpwb",
+    "pswpout",
+    "pswpin",
+    "reject_compress_poor",
+    "pool_limit_hit",
+    "pool_total_size",
+];
+
+/// The table `uzswap run` prints at the end: one column per process that
+/// used the runtime.
+pub fn outcome_table(o: &Outcome) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut header = vec!["counter".to_string()];
+    header.extend(o.processes.iter().map(|p| format!("pid {}", p.pid)));
+    if o.processes.len() > 1 {
+        header.push("total".into());
+    }
+    t.set_header(header);
+    for name in SUMMARY {
+        let mut row = vec![name.to_string()];
+        row.extend(o.processes.iter().map(|p| p.get(name).to_string()));
+        if o.processes.len() > 1 {
+            row.push(o.total(name).to_string());
+        }
+        t.add_row(row);
+    }
+    t
+}
+
+/// A run's counters summed over its processes, with how it ended.
+pub fn outcome_fields(o: &Outcome) -> Vec<(String, u64)> {
+    let mut f = vec![
+        ("processes".to_string(), o.processes.len() as u64),
+        ("exit_code".to_string(), o.exit_code() as u64),
+        ("elapsed_us".to_string(), o.elapsed.as_micros() as u64),
+        ("user_us".to_string(), o.user.as_micros() as u64),
+        ("sys_us".to_string(), o.sys.as_micros() as u64),
+    ];
+    if let Some(first) = o.processes.first() {
+        for (name, _) in &first.fields {
+            if name != "pid" {
+                f.push((name.clone(), o.total(name)));
+            }
+        }
+    }
+    f
+}
+
+pub fn run(a: &RunArgs) -> Result<i32, String> {
+    let settings = a.runtime.settings()?;
+    let exe = std::env::current_exe().map_err(|e| format!("locating uzswap: {e}"))?;
+    let library = launch::find_library(&exe).map_err(|e| e.to_string())?;
+    let job = Launch {
+        settings: settings.clone(),
+        library,
+        command: a.command.clone(),
+    };
+    if !a.quiet {
+        eprintln!(
+            "uzswap: running {:?} with a {} limit, {}, {} folios (`uzswap stats PID` reads live counters)",
+            a.command.join(" "),
+            format_size(settings.limit_bytes),
+            settings.compressor,
+            format_size(settings.folio_bytes),
+        );
+    }
+    // Ctrl-C is the program's: uzswap ignores it (once the child has
+    // started, with the default disposition) and stays to report.
+    let old = std::cell::Cell::new(None);
+    let outcome = job
+        .run(|pid| {
+            // SAFETY: changing this process's SIGINT disposition.
+            old.set(Some(unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) }));
+            if !a.quiet {
+                eprintln!("uzswap: pid {pid}");
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(h) = old.get() {
+        // SAFETY: restoring the previous disposition.
+        unsafe { libc::signal(libc::SIGINT, h) };
+    }
+    if let Some(path) = &a.stats_out {
+        std::fs::write(path, runtime::report::render(&outcome_fields(&outcome)))
+            .map_err(|e| format!("--stats-out {}: {e}", path.display()))?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "\nuzswap: {:?} exited with {} after {:.2}s (user {:.2}s, sys {:.2}s)",
+            a.command.join(" "),
+            outcome.exit_code(),
+            outcome.elapsed.as_secs_f64(),
+            outcome.user.as_secs_f64(),
+            outcome.sys.as_secs_f64()
+        );
+        if outcome.processes.is_empty() {
+            eprintln!("uzswap: no process made an allocation of {} or more (or none exited normally): nothing was paged", format_size(settings.min_alloc_bytes));
+        } else {
+            eprintln!("{}", outcome_table(&outcome));
+        }
+    }
+    Ok(outcome.exit_code())
+}
+
+pub fn stats(pid: u32, raw: bool) -> Result<(), String> {
+    let fields = launch::live_stats(pid)?;
+    if raw {
+        print!("{}", runtime::report::render(&fields));
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["counter", "value"]);
+    for (name, value) in &fields {
+        t.add_row(vec![name.clone(), value.to_string()]);
+    }
+    println!("{t}");
+    Ok(())
+}

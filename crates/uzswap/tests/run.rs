@@ -1,0 +1,278 @@
+//! `uzswap run`: real programs (C, Rust, Python) under a resident limit far
+//! below their footprint, every byte they wrote checked by the programs
+//! themselves; live stats; errors. Needs the LD_PRELOAD library built next
+//! to the `uzswap` binary (`cargo build --workspace`, as scripts/test.sh
+//! does).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
+const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
+const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
+
+fn library() -> PathBuf {
+    let lib = Path::new(UZSWAP).with_file_name("libuzswap_preload.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: build it with `cargo build --workspace` (scripts/test.sh does)",
+        lib.display()
+    );
+    lib
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uzswap-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `uzswap run ARGS -- CMD`, returns its output and counters.
+fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, HashMap<String, u64>) {
+    library();
+    let stats = tempdir(name).join("stats");
+    let out = Command::new(UZSWAP)
+        .arg("run")
+        .args(args)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("uzswap runs");
+    let fields = std::fs::read_to_string(&stats)
+        .map(|t| runtime::report::parse(&t).into_iter().collect())
+        .unwrap_or_default();
+    (out, fields)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The program succeeded, said so, and its memory really went through the
+/// store: more pages evicted than the limit holds, and swapped back in.
+fn assert_paged(out: &Output, f: &HashMap<String, u64>, ok_line: &str, limit_pages: u64) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains(ok_line), "{}", text(&out.stdout));
+    assert!(f["processes"] >= 1, "{f:?}");
+    assert!(f["evicted_pages"] > 2 * limit_pages, "{f:?}");
+    assert!(
+        f["zswpin"] + f["pswpin"] + f["swpin_zero"] > limit_pages,
+        "{f:?}"
+    );
+    assert_eq!(f["evict_failures"], 0, "{f:?}");
+}
+
+#[test]
+fn c_program_reads_back_every_byte_through_every_allocation_path() {
+    let dir = tempdir("c");
+    let bin = dir.join("pagecheck");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-O2", "-pthread", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/pagecheck.c"))
+        .status()
+        .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
+    assert!(status.success());
+    // 4 threads x 8 MiB plus 30 MiB of other allocations, 8 MiB resident.
+    let (out, f) = run(&["--limit", "8M"], &[bin.to_str().unwrap(), "8", "4"], "c");
+    assert_paged(&out, &f, "pagecheck: ok", 2048);
+    // madvise(DONTNEED), a partial munmap and mprotect(PROT_READ) each
+    // turned a region into plain memory first.
+    assert!(f["regions_released"] >= 1, "{f:?}");
+    assert!(f["region_allocs"] >= 10, "{f:?}");
+}
+
+#[test]
+fn rust_threads_race_eviction_with_every_folio_size() {
+    for (folio, compressor) in [("4K", "lz4"), ("64K", "zstd"), ("2M", "lzo-rle")] {
+        let (out, f) = run(
+            &[
+                "--limit",
+                "8M",
+                "--folio",
+                folio,
+                "--compressor",
+                compressor,
+            ],
+            &[MEMCHECK, "--mib", "8", "--threads", "4"],
+            &format!("rust-{folio}"),
+        );
+        assert_paged(&out, &f, "uzswap-memcheck: ok", 2048);
+        assert_eq!(
+            f["folio_bytes"],
+            runtime::settings::parse_size(folio).unwrap() as u64
+        );
+    }
+}
+
+#[test]
+fn python_script_reads_back_every_byte() {
+    let (out, f) = run(
+        &["--limit", "8M"],
+        &["python3", &format!("{PROGRAMS}/pagecheck.py"), "24"],
+        "python",
+    );
+    assert_paged(&out, &f, "pagecheck.py: ok", 2048);
+}
+
+#[test]
+fn parallel_compressor_and_no_writeback_keep_every_byte() {
+    let (out, f) = run(
+        &["--limit", "4M", "--parallel", "--no-writeback"],
+        &[MEMCHECK, "--mib", "6", "--threads", "3"],
+        "parallel",
+    );
+    assert_paged(&out, &f, "uzswap-memcheck: ok", 1024);
+    assert_eq!(f["pswpout"], 0, "writeback off: nothing on disk");
+}
+
+#[test]
+fn live_stats_are_readable_while_the_program_runs() {
+    library();
+    let mut child = Command::new(UZSWAP)
+        .args(["run", "-q", "--limit", "4M", "--", MEMCHECK])
+        .args(["--mib", "4", "--threads", "2", "--hold"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    let pid: u32 = ready
+        .strip_prefix("ready ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("expected `ready PID`, got {ready:?}"));
+    let out = Command::new(UZSWAP)
+        .args(["stats", &pid.to_string(), "--raw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let f: HashMap<String, u64> = runtime::report::parse(&text(&out.stdout))
+        .into_iter()
+        .collect();
+    assert_eq!(f["pid"], u64::from(pid));
+    assert_eq!(f["limit_bytes"], 4 << 20);
+    assert!(f["regions"] >= 8, "{f:?}");
+    assert!(f["evicted_pages"] > 0, "{f:?}");
+    // The table form too.
+    let table = Command::new(UZSWAP)
+        .args(["stats", &pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(text(&table.stdout).contains("zswpout"));
+    child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        rest.iter().any(|l| l.contains("uzswap-memcheck: ok")),
+        "{rest:?}"
+    );
+    // Gone: a clear error.
+    let gone = Command::new(UZSWAP)
+        .args(["stats", &pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(!gone.status.success());
+    assert!(text(&gone.stderr).contains(&pid.to_string()));
+}
+
+#[test]
+fn works_without_root() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    // Copies readable by any user, the library next to the binary.
+    let dir = tempdir("nonroot");
+    let uz = dir.join("uzswap");
+    let memcheck = dir.join("uzswap-memcheck");
+    std::fs::copy(UZSWAP, &uz).unwrap();
+    std::fs::copy(MEMCHECK, &memcheck).unwrap();
+    std::fs::copy(library(), dir.join("libuzswap_preload.so")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for p in [&uz, &memcheck] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Swap file, stats and sockets go here: writable by the other user.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mut cmd = if root {
+        // Drop to nobody: the runtime must get by with UFFD_USER_MODE_ONLY.
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c.arg(&uz);
+        c
+    } else {
+        Command::new(&uz)
+    };
+    let out = cmd
+        .args(["run", "--limit", "4M", "--swapfile-dir"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&memcheck)
+        .args(["--mib", "4", "--threads", "2"])
+        .env("TMPDIR", &dir)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("uzswap-memcheck: ok"));
+    assert!(
+        text(&out.stderr).contains("zswpout"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn exit_codes_pass_through_and_bad_settings_are_named() {
+    let (out, f) = run(&[], &["sh", "-c", "exit 3"], "exit");
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(f["exit_code"], 3);
+    for (args, needle) in [
+        (vec!["--limit", "1K"], "--limit"),
+        (vec!["--limit", "lots"], "--limit"),
+        (vec!["--folio", "12K"], "--folio"),
+        (vec!["--compressor", "brotli"], "brotli"),
+    ] {
+        let out = Command::new(UZSWAP)
+            .arg("run")
+            .args(&args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} must be refused");
+        assert!(text(&out.stderr).contains(needle), "{}", text(&out.stderr));
+    }
+    let out = Command::new(UZSWAP)
+        .args(["run", "--", "/nonexistent/program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(text(&out.stderr).contains("/nonexistent/program"));
+    // The library used directly with a bad variable stops with its name.
+    let out = Command::new("sh")
+        .args(["-c", "exit 0"])
+        .env("LD_PRELOAD", library())
+        .env("UZSWAP_LIMIT", "lots")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("UZSWAP_LIMIT"),
+        "{}",
+        text(&out.stderr)
+    );
+}

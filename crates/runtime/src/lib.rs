@@ -30,6 +30,24 @@
 //! pages), `UFFDIO_COPY` each page. A fault on a page that is already
 //! `Resident` (installed by fault-around meanwhile) just wakes the thread.
 //!
+//! ## Victim choice: an approximate LRU
+//!
+//! Resident pages queue in fault order. Reclaim takes them from the head,
+//! but passes over (and requeues) a page that
+//! - refaulted within the workingset: evicted less than a limit's worth of
+//!   evictions ago (shadow entries, `workingset_refault`/`_activate`), or
+//! - was written since the last aging pass. Aging, at most every
+//!   `aging_interval` before reclaim, asks `PAGEMAP_SCAN` (Linux 6.7+)
+//!   which resident pages of each region lost their write protection, gives
+//!   them two reprieves, and write-protects the region again (one
+//!   `UFFDIO_WRITEPROTECT`). A write to a protected page is a
+//!   write-protect fault: the handler removes the protection (holding the
+//!   state lock, unless the page is `Evicting`) and wakes the writer.
+//!   Reads are not seen: user space has no accessed bit. The asynchronous
+//!   write-protect mode (`UFFD_FEATURE_WP_ASYNC`) would spare those faults
+//!   but cannot be used: it applies to the whole userfaultfd, and eviction
+//!   relies on writers blocking while a run is copied out.
+//!
 //! ## Invariants
 //!
 //! 1. A page is in exactly one state; only the state lock changes it.
@@ -38,9 +56,13 @@
 //!
 //! ## Lock order
 //!
-//! state lock → (nothing): compression, I/O and ioctls run unlocked.
+//! state lock → (nothing): compression, I/O and ioctls run unlocked, except
+//! the handler's un-protect of a write-tracking fault, which must happen
+//! while no eviction of that page can start (the model's
+//! `UnprotectUnlocked` variant shows the lost write otherwise).
 
 pub mod launch;
+mod pagemap;
 #[cfg(test)]
 mod protocol_model;
 pub mod report;

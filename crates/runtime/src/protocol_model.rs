@@ -9,9 +9,15 @@
 //! checking that no write is lost, every read sees a value that was
 //! written, no zeros are ever installed over data, and everyone finishes.
 //!
+//! Write tracking is in the model too: an ager write-protects the mapped
+//! page at any moment (twice), a write to it queues a write-protect event,
+//! and the handler, holding the state lock, removes the protection and wakes
+//! the writer unless the page is `Evicting` (whose evictor will).
+//!
 //! The model follows the runtime's order of steps; [`Order::PublishFirst`]
-//! is the order an earlier version had (publish `Swapped`, then unmap),
-//! and the checker must find the page it loses.
+//! is the order an earlier version had (publish `Swapped`, then unmap), and
+//! [`Order::UnprotectUnlocked`] resolves write-protect faults after dropping
+//! the state lock; the checker must find the page each of them loses.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -29,7 +35,13 @@ pub(crate) enum Order {
     UnmapFirst,
     /// Publish `Swapped` before unmapping (the earlier, wrong order).
     PublishFirst,
+    /// The runtime's order, but a write-protect fault is resolved after the
+    /// state lock is dropped (wrong: it can un-protect an eviction's copy).
+    UnprotectUnlocked,
 }
+
+/// Event codes: the accessor, plus this bit for a write-protect fault.
+const WP_EVENT: u8 = 0x10;
 
 const INITIAL: u8 = 1;
 const WRITTEN: u8 = 2;
@@ -40,7 +52,7 @@ struct World {
     wp: bool,
     stored: Option<u8>,
     state: St,
-    events: VecDeque<u8>, // queued missing events (who faulted)
+    events: VecDeque<u8>, // queued events: who faulted (| WP_EVENT)
     /// Per accessor: 0 = running, 1 = blocked on a missing fault, 2 = on wp.
     blocked: [u8; 2],
     writer_done: bool,
@@ -48,8 +60,11 @@ struct World {
     evictor_pc: u8,
     cycles: u8,
     copy: Option<u8>,
-    /// Handler: 0 idle; 1 loading (will COPY); 2 will publish Resident.
+    /// Handler: 0 idle; 1 loading (will COPY); 2 will publish Resident;
+    /// 3 will un-protect (decided without the lock: the wrong variant).
     handler_pc: u8,
+    /// Aging passes done (each write-protects the page if mapped).
+    ages: u8,
 }
 
 #[derive(Debug)]
@@ -93,6 +108,10 @@ fn access(w: &mut World, who: usize, write: bool) -> Result<bool, Violation> {
         }
         Some(_) if write && w.wp => {
             w.blocked[who] = 2;
+            let ev = who as u8 | WP_EVENT;
+            if w.events.iter().filter(|&&e| e == ev).count() < 2 {
+                w.events.push_back(ev);
+            }
             Ok(false)
         }
         Some(v) => {
@@ -143,16 +162,18 @@ fn successors(w: &World, order: Order) -> Result<Vec<World>, Violation> {
                 n.stored = n.copy;
                 true
             }
-            (3, Order::UnmapFirst) | (5, Order::PublishFirst) => {
+            (3, Order::UnmapFirst | Order::UnprotectUnlocked) | (5, Order::PublishFirst) => {
+                // The protection goes with the page table entry.
                 n.mapped = None;
+                n.wp = false;
                 true
             }
-            (4, Order::UnmapFirst) | (3, Order::PublishFirst) => {
+            (4, Order::UnmapFirst | Order::UnprotectUnlocked) | (3, Order::PublishFirst) => {
                 n.wp = false;
                 wake_all(&mut n, 2);
                 true
             }
-            (5, Order::UnmapFirst) | (4, Order::PublishFirst) => {
+            (5, Order::UnmapFirst | Order::UnprotectUnlocked) | (4, Order::PublishFirst) => {
                 n.state = St::Swapped;
                 true
             }
@@ -167,8 +188,38 @@ fn successors(w: &World, order: Order) -> Result<Vec<World>, Violation> {
             out.push(n);
         }
     }
+    // Ager: write-protects the mapped page (UFFDIO_WRITEPROTECT over the
+    // region, unlocked); an unmapped page has no entry to protect.
+    if w.ages < 2 {
+        let mut n = w.clone();
+        if n.mapped.is_some() {
+            n.wp = true;
+        }
+        n.ages += 1;
+        out.push(n);
+    }
     // Fault handler.
     match w.handler_pc {
+        0 if w.events.front().is_some_and(|e| e & WP_EVENT != 0) => {
+            let mut n = w.clone();
+            n.events.pop_front();
+            if n.state != St::Evicting {
+                if order == Order::UnprotectUnlocked {
+                    n.handler_pc = 3;
+                } else {
+                    n.wp = false;
+                    wake_all(&mut n, 2);
+                }
+            }
+            out.push(n);
+        }
+        3 => {
+            let mut n = w.clone();
+            n.wp = false;
+            wake_all(&mut n, 2);
+            n.handler_pc = 0;
+            out.push(n);
+        }
         0 if !w.events.is_empty() => {
             let mut n = w.clone();
             n.events.pop_front();
@@ -227,6 +278,7 @@ pub(crate) fn check(order: Order) -> Result<usize, Violation> {
         cycles: 0,
         copy: None,
         handler_pc: 0,
+        ages: 0,
     };
     let mut seen = HashSet::new();
     let mut stack = vec![start];
@@ -273,6 +325,17 @@ mod tests {
                 v,
                 Violation::LostWrite(_) | Violation::ZerosOverData | Violation::BadRead(_)
             ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn resolving_write_tracking_faults_outside_the_lock_loses_the_page() {
+        let v = check(Order::UnprotectUnlocked)
+            .expect_err("the checker must catch the unlocked un-protect");
+        eprintln!("unlocked un-protect: {v}");
+        assert!(
+            matches!(v, Violation::LostWrite(_) | Violation::BadRead(_)),
             "{v:?}"
         );
     }

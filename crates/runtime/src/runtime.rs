@@ -1,5 +1,6 @@
 //! The runtime: regions, the fault handler thread, the reclaim thread.
 
+use crate::pagemap::PagemapScan;
 use crate::RuntimeError;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
@@ -7,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use userfaultfd::{Event, FaultKind, RegisterMode, Uffd};
 use zswap::{Swap, PAGE_SIZE};
 
@@ -21,6 +22,12 @@ pub struct RuntimeConfig {
     pub reclaim_batch: usize,
     /// Longest run of neighbouring pages evicted as one folio.
     pub evict_folio_pages: usize,
+    /// Track writes to resident pages (write-protect + `PAGEMAP_SCAN`) so
+    /// that reclaim spares recently written pages, where the kernel has
+    /// `PAGEMAP_SCAN` (6.7+).
+    pub track_writes: bool,
+    /// Least time between two aging passes.
+    pub aging_interval: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -30,9 +37,14 @@ impl Default for RuntimeConfig {
             high_bytes: 512 << 20,
             reclaim_batch: 64,
             evict_folio_pages: 16,
+            track_writes: true,
+            aging_interval: Duration::from_millis(100),
         }
     }
 }
+
+/// Times reclaim passes over a page found written before taking it.
+const WRITTEN_REPRIEVES: u8 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PageState {
@@ -49,6 +61,14 @@ struct RegionData {
     shadow: Vec<u64>,
     /// Refaulted within the workingset: spared by the next reclaim pass.
     active: Vec<bool>,
+    /// Reprieves left: set to [`WRITTEN_REPRIEVES`] when an aging pass
+    /// finds the page written, one spent each time reclaim reaches it (a
+    /// two-round clock, like a page promoted to the active list).
+    referenced: Vec<u8>,
+    /// Resident and write-protected by the last aging pass: a page found
+    /// unprotected now was written. (A page mapped since is unprotected
+    /// without having been written.)
+    armed: Vec<bool>,
     /// Being dropped: no new evictions start here.
     dying: bool,
 }
@@ -95,6 +115,16 @@ pub struct RuntimeStats {
     pub workingset_activate: u64,
     /// Evictions undone because the store refused or failed.
     pub evict_failures: u64,
+    /// Whether writes are tracked (`PAGEMAP_SCAN` available and enabled).
+    pub write_tracking: bool,
+    /// Aging passes (a scan and a re-protect of every region).
+    pub aging_scans: u64,
+    /// Resident pages the aging passes found written.
+    pub pages_written: u64,
+    /// Write-protect faults of tracking, resolved by the handler.
+    pub wp_faults: u64,
+    /// Victims spared because they were written since the last pass.
+    pub written_reprieved: u64,
 }
 
 impl RuntimeStats {
@@ -112,6 +142,11 @@ impl RuntimeStats {
             ("workingset_refault", self.workingset_refault),
             ("workingset_activate", self.workingset_activate),
             ("evict_failures", self.evict_failures),
+            ("write_tracking", u64::from(self.write_tracking)),
+            ("aging_scans", self.aging_scans),
+            ("pages_written", self.pages_written),
+            ("wp_faults", self.wp_faults),
+            ("written_reprieved", self.written_reprieved),
         ]
     }
 }
@@ -127,6 +162,10 @@ struct Counters {
     workingset_refault: AtomicU64,
     workingset_activate: AtomicU64,
     evict_failures: AtomicU64,
+    aging_scans: AtomicU64,
+    pages_written: AtomicU64,
+    wp_faults: AtomicU64,
+    written_reprieved: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: usize) {
@@ -142,6 +181,10 @@ struct Inner {
     stop: AtomicBool,
     wake_reclaim: (Mutex<bool>, Condvar),
     counters: Counters,
+    /// `PAGEMAP_SCAN` for write tracking; `None` when off or unsupported.
+    pagemap: Option<PagemapScan>,
+    /// When the last aging pass started.
+    last_aging: Mutex<Option<Instant>>,
 }
 
 /// Pages a process's memory through uzswap.
@@ -169,7 +212,14 @@ impl Runtime {
         }
         let uffd = crate::uffd::open()?;
         let swap = Swap::new(cfg.swap.clone())?;
+        let pagemap = if cfg.track_writes {
+            PagemapScan::open()
+        } else {
+            None
+        };
         let inner = Arc::new(Inner {
+            pagemap,
+            last_aging: Mutex::new(None),
             uffd,
             swap,
             state: Mutex::new(State::default()),
@@ -232,6 +282,8 @@ impl Runtime {
                 pages: vec![PageState::Untouched; npages],
                 shadow: vec![0; npages],
                 active: vec![false; npages],
+                referenced: vec![0; npages],
+                armed: vec![false; npages],
                 dying: false,
             },
         );
@@ -273,6 +325,11 @@ impl Runtime {
             workingset_refault: get(&c.workingset_refault),
             workingset_activate: get(&c.workingset_activate),
             evict_failures: get(&c.evict_failures),
+            write_tracking: self.inner.pagemap.is_some(),
+            aging_scans: get(&c.aging_scans),
+            pages_written: get(&c.pages_written),
+            wp_faults: get(&c.wp_faults),
+            written_reprieved: get(&c.written_reprieved),
         }
     }
 
@@ -476,18 +533,104 @@ impl Inner {
                 continue;
             }
             while let Ok(Some(event)) = self.uffd.read_event() {
-                if let Event::Pagefault {
-                    kind: FaultKind::Missing,
-                    addr,
-                    ..
-                } = event
-                {
-                    self.missing_fault(addr as usize & !(PAGE_SIZE - 1));
-                    self.maybe_reclaim();
+                match event {
+                    Event::Pagefault {
+                        kind: FaultKind::Missing,
+                        addr,
+                        ..
+                    } => {
+                        self.missing_fault(addr as usize & !(PAGE_SIZE - 1));
+                        self.maybe_reclaim();
+                    }
+                    Event::Pagefault {
+                        kind: FaultKind::WriteProtected,
+                        addr,
+                        ..
+                    } => self.wp_fault(addr as usize & !(PAGE_SIZE - 1)),
+                    _ => {}
                 }
-                // Write-protect faults wait for their eviction to finish;
-                // the evictor wakes them.
             }
+        }
+    }
+
+    /// A write to a write-protected page. During an eviction the writer
+    /// waits for the evictor, which wakes it; otherwise the protection is
+    /// write tracking's, and goes at once. The state lock is held across
+    /// the un-protect: an eviction starting meanwhile would otherwise have
+    /// its copy un-protected (the model's `UnprotectUnlocked`).
+    fn wp_fault(&self, page: usize) {
+        let mut st = self.state.lock();
+        let Some((_, idx, region)) = st.locate(page) else {
+            return; // not ours any more: unregistering woke the writer
+        };
+        if region.pages[idx] == PageState::Evicting {
+            return;
+        }
+        bump(&self.counters.wp_faults, 1);
+        let _ = self
+            .uffd
+            .remove_write_protection(page as *mut libc::c_void, PAGE_SIZE, true);
+        drop(st);
+    }
+
+    /// One aging pass, at most every `aging_interval`: the pages of each
+    /// region written since the last pass (`PAGEMAP_SCAN`) are marked
+    /// referenced, then the region is write-protected again. Runs unlocked
+    /// but for the marking; the model shows any moment is safe for the
+    /// re-protect.
+    fn maybe_age(&self) {
+        let Some(pagemap) = &self.pagemap else {
+            return;
+        };
+        {
+            let mut last = self.last_aging.lock();
+            if last.is_some_and(|t| t.elapsed() < self.cfg.aging_interval) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        bump(&self.counters.aging_scans, 1);
+        let regions: Vec<(usize, usize)> = {
+            let st = self.state.lock();
+            st.regions
+                .iter()
+                .filter(|(_, r)| !r.dying)
+                .map(|(&b, r)| (b, r.pages.len() * PAGE_SIZE))
+                .collect()
+        };
+        let mut written = Vec::new();
+        for (base, len) in regions {
+            written.clear();
+            if pagemap.written(base, base + len, &mut written).is_err() {
+                continue;
+            }
+            let mut marked = 0;
+            {
+                let mut st = self.state.lock();
+                let Some(region) = st.regions.get_mut(&base) else {
+                    continue;
+                };
+                if region.dying {
+                    continue;
+                }
+                for &(start, end) in &written {
+                    let lo = (start.max(base) - base) / PAGE_SIZE;
+                    let hi = ((end.min(base + len)) - base) / PAGE_SIZE;
+                    for i in lo..hi {
+                        let resident = region.pages[i] == PageState::Resident;
+                        if resident && region.armed[i] {
+                            region.referenced[i] = WRITTEN_REPRIEVES;
+                            marked += 1;
+                        }
+                    }
+                }
+                for (armed, page) in region.armed.iter_mut().zip(&region.pages) {
+                    *armed = *page == PageState::Resident;
+                }
+            }
+            bump(&self.counters.pages_written, marked);
+            // A region dropped meanwhile is unregistered: the ioctl fails.
+            let _ = self.uffd.write_protect(base as *mut libc::c_void, len);
         }
     }
 
@@ -717,6 +860,12 @@ impl Inner {
                 st.lru.push_back((base, idx));
                 continue;
             }
+            if region.referenced[idx] > 0 {
+                region.referenced[idx] -= 1;
+                bump(&self.counters.written_reprieved, 1);
+                st.lru.push_back((base, idx));
+                continue;
+            }
             region.pages[idx] = PageState::Evicting;
             victims.push((base, idx));
         }
@@ -724,6 +873,7 @@ impl Inner {
     }
 
     fn evict(&self, n: usize) -> usize {
+        self.maybe_age();
         let mut victims = self.pick_victims(n);
         victims.sort_unstable();
         let mut done = 0;
@@ -792,6 +942,8 @@ impl Inner {
             for (k, &slot) in slots.iter().enumerate() {
                 region.pages[first + k] = PageState::Swapped(slot);
                 region.shadow[first + k] = clock;
+                region.armed[first + k] = false;
+                region.referenced[first + k] = 0;
             }
             st.resident -= len;
             st.evictions += len as u64;

@@ -18,13 +18,14 @@ pub mod env {
     pub const WRITEBACK: &str = "UZSWAP_WRITEBACK";
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
+    pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
     /// Folder where each process writes its final counters at exit
     /// (`PID.stats`).
     pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
     /// Folder of the live-stats sockets (`uzswap stats PID`).
     pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
     /// Every variable above, for clearing and listing.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
         LIMIT,
         COMPRESSOR,
         BACKEND,
@@ -34,6 +35,7 @@ pub mod env {
         WRITEBACK,
         SWAPFILE_DIR,
         SWAPFILE_SIZE,
+        TRACK_WRITES,
         STATS_DIR,
         RUN_DIR,
     ];
@@ -64,6 +66,8 @@ pub struct Settings {
     pub writeback: bool,
     pub swapfile_dir: PathBuf,
     pub swapfile_bytes: usize,
+    /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
+    pub track_writes: bool,
 }
 
 impl Default for Settings {
@@ -78,6 +82,7 @@ impl Default for Settings {
             writeback: true,
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
+            track_writes: true,
         }
     }
 }
@@ -171,6 +176,9 @@ impl Settings {
             s.swapfile_bytes =
                 parse_size(&v).ok_or_else(|| bad(env::SWAPFILE_SIZE, &v, "a size such as 4G"))?;
         }
+        if let Some(v) = get(env::TRACK_WRITES) {
+            s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
+        }
         s.validate()?;
         Ok(s)
     }
@@ -248,6 +256,7 @@ impl Settings {
             (env::WRITEBACK, u8::from(self.writeback).to_string()),
             (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
+            (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
         ]
     }
 
@@ -272,6 +281,8 @@ impl Settings {
             high_bytes: self.limit_bytes,
             reclaim_batch: folio_pages.max(64),
             evict_folio_pages: folio_pages,
+            track_writes: self.track_writes,
+            ..RuntimeConfig::default()
         }
     }
 }
@@ -327,6 +338,7 @@ mod tests {
             writeback: false,
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
+            track_writes: false,
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
@@ -347,6 +359,7 @@ mod tests {
             (env::MAX_POOL_PERCENT, "0"),
             (env::MAX_POOL_PERCENT, "101"),
             (env::WRITEBACK, "maybe"),
+            (env::TRACK_WRITES, "sometimes"),
             (env::SWAPFILE_SIZE, "1K"),
         ];
         for (name, value) in cases {

@@ -22,6 +22,7 @@ fn config(high_pages: usize) -> RuntimeConfig {
         high_bytes: high_pages * PAGE,
         reclaim_batch: 32,
         evict_folio_pages: 16,
+        ..RuntimeConfig::default()
     }
 }
 
@@ -203,4 +204,78 @@ fn a_region_outliving_its_runtime_keeps_every_byte() {
         fill(&mut expect, i, 3);
         assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
     }
+}
+
+/// Kernel version as (major, minor) from `uname -r`.
+fn kernel_version() -> (u32, u32) {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut it = r.trim().split(|c: char| !c.is_ascii_digit());
+    let major = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let minor = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    (major, minor)
+}
+
+/// Hot pages written every round, cold pages streamed past them: swap-in
+/// faults on the hot set, with write tracking on or off.
+fn hot_set_refaults(track_writes: bool) -> (u64, runtime::RuntimeStats) {
+    let cfg = RuntimeConfig {
+        track_writes,
+        aging_interval: std::time::Duration::from_millis(1),
+        ..config(512)
+    };
+    let rt = Runtime::new(cfg).unwrap();
+    let npages = 4096;
+    let hot = 128;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    let mut version = vec![0u64; npages];
+    let mut hot_faults = 0;
+    let mut cold = hot;
+    for round in 1..=24u64 {
+        // The hot set: every page written each round.
+        let before = rt.stats().swapin_faults;
+        for i in 0..hot {
+            version[i] = round;
+            fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, round);
+        }
+        hot_faults += rt.stats().swapin_faults - before;
+        // A stream of cold pages, each written once in a while.
+        for _ in 0..512 {
+            version[cold] = round;
+            fill(&mut mem[cold * PAGE..(cold + 1) * PAGE], cold, round);
+            cold = if cold + 1 == npages { hot } else { cold + 1 };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        if version[i] > 0 {
+            fill(&mut expect, i, version[i]);
+            assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+        }
+    }
+    (hot_faults, rt.stats())
+}
+
+#[test]
+fn write_tracking_keeps_the_hot_set_resident() {
+    let (tracked, s) = hot_set_refaults(true);
+    if !s.write_tracking {
+        // Only kernels without PAGEMAP_SCAN (before 6.7) may lack it.
+        assert!(
+            kernel_version() < (6, 7),
+            "PAGEMAP_SCAN should work here: {s:?}"
+        );
+        return;
+    }
+    let (untracked, u) = hot_set_refaults(false);
+    eprintln!("hot-set swap-in faults: tracked {tracked}, untracked {untracked}; {s:?}");
+    assert!(!u.write_tracking && u.aging_scans == 0 && u.wp_faults == 0);
+    assert!(s.aging_scans > 0 && s.pages_written > 0, "{s:?}");
+    assert!(s.wp_faults > 0 && s.written_reprieved > 0, "{s:?}");
+    assert!(
+        tracked * 2 < untracked,
+        "write tracking should at least halve the hot set's refaults: {tracked} vs {untracked}"
+    );
 }

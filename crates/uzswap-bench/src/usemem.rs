@@ -108,6 +108,7 @@ fn run_one(
         high_bytes: p.limit_bytes,
         reclaim_batch: 64,
         evict_folio_pages: p.folio_pages,
+        ..RuntimeConfig::default()
     };
     let rt = Runtime::new(cfg)?;
     let regions: Vec<_> = (0..p.threads)

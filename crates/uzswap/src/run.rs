@@ -40,6 +40,10 @@ pub struct RuntimeArgs {
     /// Swap file size (sparse).
     #[arg(long, default_value = "4G", value_parser = size_arg)]
     pub swapfile_size: usize,
+    /// Do not track writes (reclaim then takes pages in fault order, with
+    /// refault activation only).
+    #[arg(long)]
+    pub no_track_writes: bool,
 }
 
 impl RuntimeArgs {
@@ -57,6 +61,7 @@ impl RuntimeArgs {
             writeback: !self.no_writeback,
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
+            track_writes: !self.no_track_writes,
         };
         s.validate().map_err(|e| {
             format!(

@@ -114,7 +114,16 @@ impl Encoder<'_> {
     }
 
     fn bytes(&mut self, bs: &[u8]) -> Result<(), CompressError> {
-        bs.iter().try_for_each(|&b| self.byte(b))
+        let end = self.pos + bs.len();
+        let Some(out) = self.out.get_mut(self.pos..end) else {
+            return Err(CompressError::Failed {
+                algorithm: self.algorithm.to_string(),
+                msg: "output buffer too small".into(),
+            });
+        };
+        out.copy_from_slice(bs);
+        self.pos = end;
+        Ok(())
     }
 
     /// `n >= 1` as zero bytes worth 255 each and a final non-zero byte.
@@ -190,7 +199,27 @@ fn hash(word: u32) -> usize {
 }
 
 fn read_u32(src: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([src[i], src[i + 1], src[i + 2], src[i + 3]])
+    u32::from_le_bytes(src[i..i + 4].try_into().expect("4 bytes"))
+}
+
+/// How many bytes `src[a..]` and `src[b..]` have in common (`a < b`),
+/// eight at a time.
+fn common_prefix(src: &[u8], a: usize, b: usize) -> usize {
+    let mut n = 0;
+    while b + n + 8 <= src.len() {
+        let x = u64::from_le_bytes(src[a + n..a + n + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(src[b + n..b + n + 8].try_into().expect("8 bytes"));
+        let diff = x ^ y;
+        if diff != 0 {
+            return n + (diff.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + src[b + n..]
+        .iter()
+        .zip(&src[a + n..])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn encode(
@@ -234,15 +263,12 @@ fn encode(
             .checked_sub(1)
             .filter(|&c| i - c <= MAX_DISTANCE && read_u32(src, c) == word);
         let Some(c) = found.filter(|_| i > 0) else {
-            i += 1;
+            // The longer the literal run, the faster the search moves on
+            // (as LZO1X-1 does): incompressible data costs little.
+            i += 1 + ((i - lit_start) >> 5);
             continue;
         };
-        let len = MIN_MATCH
-            + src[i + MIN_MATCH..]
-                .iter()
-                .zip(&src[c + MIN_MATCH..])
-                .take_while(|(a, b)| a == b)
-                .count();
+        let len = MIN_MATCH + common_prefix(src, c + MIN_MATCH, i + MIN_MATCH);
         enc.literals(&src[lit_start..i], first)?;
         first = false;
         enc.copy(len, i - c)?;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use userfaultfd::{Event, FaultKind, RegisterMode, Uffd};
+use userfaultfd::{Event, FaultKind, ReadWrite, RegisterMode, Uffd};
 use zswap::{Swap, PAGE_SIZE};
 
 /// Runtime settings.
@@ -185,6 +185,8 @@ struct Inner {
     pagemap: Option<PagemapScan>,
     /// When the last aging pass started.
     last_aging: Mutex<Option<Instant>>,
+    /// One folio of zeros, the source of first-touch write faults.
+    zeros: Vec<u8>,
 }
 
 /// Pages a process's memory through uzswap.
@@ -220,6 +222,7 @@ impl Runtime {
         let inner = Arc::new(Inner {
             pagemap,
             last_aging: Mutex::new(None),
+            zeros: vec![0u8; cfg.evict_folio_pages * PAGE_SIZE],
             uffd,
             swap,
             state: Mutex::new(State::default()),
@@ -536,10 +539,12 @@ impl Inner {
                 match event {
                     Event::Pagefault {
                         kind: FaultKind::Missing,
+                        rw,
                         addr,
                         ..
                     } => {
-                        self.missing_fault(addr as usize & !(PAGE_SIZE - 1));
+                        let write = matches!(rw, ReadWrite::Write);
+                        self.missing_fault(addr as usize & !(PAGE_SIZE - 1), write);
                         self.maybe_reclaim();
                     }
                     Event::Pagefault {
@@ -634,7 +639,7 @@ impl Inner {
         }
     }
 
-    fn missing_fault(&self, page: usize) {
+    fn missing_fault(&self, page: usize, write: bool) {
         bump(&self.counters.faults, 1);
         let mut zero_run = None;
         let (target, around) = {
@@ -699,9 +704,39 @@ impl Inner {
             None => {
                 bump(&self.counters.zero_faults, 1);
                 let (start, n) = zero_run.unwrap_or((page, 1));
-                self.zero_fill(start, n);
+                if write {
+                    // The program is about to write: map zeroed pages of its
+                    // own at once, as the kernel's anonymous write fault does,
+                    // rather than the zero page and a copy-on-write fault
+                    // (with its TLB flush) right after.
+                    self.fill_zeroed(start, n);
+                } else {
+                    self.zero_fill(start, n);
+                }
             }
             Some((base, idx, slot)) => self.swap_in(base, idx, slot, &around),
+        }
+    }
+
+    /// Maps fresh zeroed pages (`UFFDIO_COPY` from a zero buffer) over `n`
+    /// pages from `start`; where part of the run is mapped already, page by
+    /// page. Wakes the faulting threads either way.
+    fn fill_zeroed(&self, start: usize, n: usize) {
+        let zeros = &self.zeros[..n * PAGE_SIZE];
+        // SAFETY: the source is our zero buffer of `n` pages; the
+        // destination lies in a registered region of ours.
+        let r = unsafe {
+            self.uffd.copy(
+                zeros.as_ptr() as *const libc::c_void,
+                start as *mut libc::c_void,
+                zeros.len(),
+                true,
+            )
+        };
+        if r.is_err() {
+            for k in 0..n {
+                self.install(start + k * PAGE_SIZE, &self.zeros[..PAGE_SIZE]);
+            }
         }
     }
 

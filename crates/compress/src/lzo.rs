@@ -100,30 +100,38 @@ struct Encoder<'a> {
 }
 
 impl Encoder<'_> {
-    fn byte(&mut self, b: u8) -> Result<(), CompressError> {
-        let slot = self
-            .out
-            .get_mut(self.pos)
-            .ok_or_else(|| CompressError::Failed {
-                algorithm: self.algorithm.to_string(),
-                msg: "output buffer too small".into(),
-            })?;
-        *slot = b;
-        self.pos += 1;
-        Ok(())
+    #[cold]
+    #[inline(never)]
+    fn full(&self) -> CompressError {
+        CompressError::Failed {
+            algorithm: self.algorithm.to_string(),
+            msg: "output buffer too small".into(),
+        }
     }
 
+    #[inline(always)]
+    fn byte(&mut self, b: u8) -> Result<(), CompressError> {
+        match self.out.get_mut(self.pos) {
+            Some(slot) => {
+                *slot = b;
+                self.pos += 1;
+                Ok(())
+            }
+            None => Err(self.full()),
+        }
+    }
+
+    #[inline(always)]
     fn bytes(&mut self, bs: &[u8]) -> Result<(), CompressError> {
         let end = self.pos + bs.len();
-        let Some(out) = self.out.get_mut(self.pos..end) else {
-            return Err(CompressError::Failed {
-                algorithm: self.algorithm.to_string(),
-                msg: "output buffer too small".into(),
-            });
-        };
-        out.copy_from_slice(bs);
-        self.pos = end;
-        Ok(())
+        match self.out.get_mut(self.pos..end) {
+            Some(out) => {
+                out.copy_from_slice(bs);
+                self.pos = end;
+                Ok(())
+            }
+            None => Err(self.full()),
+        }
     }
 
     /// `n >= 1` as zero bytes worth 255 each and a final non-zero byte.
@@ -135,6 +143,7 @@ impl Encoder<'_> {
         self.byte((n - zeros * 255) as u8)
     }
 
+    #[inline]
     fn literals(&mut self, lits: &[u8], first: bool) -> Result<(), CompressError> {
         let n = lits.len();
         if n == 0 {
@@ -157,6 +166,7 @@ impl Encoder<'_> {
         self.bytes(lits)
     }
 
+    #[inline]
     fn copy(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
         debug_assert!(len >= 3 && (1..=MAX_DISTANCE).contains(&dist));
         let d = dist - 1;

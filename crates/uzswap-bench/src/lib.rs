@@ -10,11 +10,14 @@
 
 pub mod compression;
 pub mod density;
+pub mod kernel;
+pub mod plot;
 pub mod progress;
 pub mod readahead;
 pub mod sizes;
 pub mod store;
 pub mod usemem;
+pub mod usemem30;
 pub mod zsfree;
 
 pub use progress::Progress;
@@ -32,6 +35,10 @@ pub enum BenchError {
     Runtime(#[from] runtime::RuntimeError),
     #[error("invalid parameters: {0}")]
     Params(String),
+    #[error("kernel set-up: {0}")]
+    Kernel(String),
+    #[error("plot: {0}")]
+    Plot(String),
 }
 
 /// Median of a non-empty sample.

@@ -3,6 +3,7 @@
 //! With no arguments it runs the default job: a short seed-001 `zs_free`
 //! experiment and the density report, with built-in parameters.
 
+mod peer;
 mod run;
 
 use clap::{Args, Parser, Subcommand};
@@ -78,12 +79,20 @@ enum Bench {
     Density(DensityArgs),
     /// Compressors on a page corpus: GB/s, ratio, batched vs sequential.
     Compress(CompressArgs),
-    /// zswap store throughput, batched vs page at a time (seeds 000/004).
+    /// zswap store throughput, batched vs page at a time (seeds 000/003/004).
+    #[command(alias = "batching")]
     Store(StoreArgs),
     /// Swap-in readahead policies on a fault trace (seed 002).
     Readahead(ReadaheadArgs),
-    /// usemem: threads writing more memory than the limit (seeds 003/004).
-    Usemem(UsememArgs),
+    /// usemem: processes under `uzswap run` writing more memory than the
+    /// limit, per compressor and folio size (seeds 003/004's usemem30).
+    Usemem(peer::UsememArgs),
+    /// usemem under uzswap and under the kernel's zswap and zram, side by
+    /// side (root).
+    KernelPeer(peer::KernelPeerArgs),
+    /// usemem with threads of this process on runtime regions (no
+    /// LD_PRELOAD): per-page vs batched store.
+    UsememThreads(UsememArgs),
 }
 
 #[derive(Args, Debug)]
@@ -224,7 +233,9 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Compress(a))) => bench_compress(&a),
         Some(Command::Bench(Bench::Store(a))) => bench_store(&a),
         Some(Command::Bench(Bench::Readahead(a))) => bench_readahead(&a),
-        Some(Command::Bench(Bench::Usemem(a))) => bench_usemem(&a),
+        Some(Command::Bench(Bench::Usemem(a))) => peer::usemem(&a),
+        Some(Command::Bench(Bench::KernelPeer(a))) => peer::kernel_peer(&a),
+        Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem(&a),
         Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
         Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
     };

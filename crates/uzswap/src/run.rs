@@ -6,7 +6,7 @@ use runtime::launch::{self, Launch, Outcome};
 use runtime::settings::{format_size, parse_size, Settings};
 use std::path::PathBuf;
 
-fn size_arg(s: &str) -> Result<usize, String> {
+pub fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 512M, 64K, 2G)"))
 }
 

@@ -1,0 +1,416 @@
+//! The usemem workload under the real kernel, for `uzswap bench kernel-peer`:
+//! a memcg with a memory limit (v1 `memory.limit_in_bytes`, or v2
+//! `memory.high` as the seeds use), swap on a swap file with kernel zswap,
+//! or on zram. Needs root. Every setting changed is recorded first and put
+//! back when the [`Machine`] guard drops, also on errors and panics:
+//! zswap's parameters, the THP sizes, swap devices, zram0, the cgroup, and
+//! debugfs if it was mounted for the run.
+
+use crate::usemem30::{run_workers, Measured, System, Workload};
+use crate::BenchError;
+use runtime::settings::format_size;
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How the kernel swaps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelSwap {
+    /// zswap with this compressor, in front of a swap file.
+    Zswap(String),
+    /// zram0 with this algorithm as the swap device, zswap off.
+    Zram(String),
+}
+
+fn err(msg: impl Into<String>) -> BenchError {
+    BenchError::Kernel(msg.into())
+}
+
+fn read(path: &Path) -> Result<String, BenchError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| err(format!("reading {}: {e}", path.display())))
+}
+
+fn write(path: &Path, value: &str) -> Result<(), BenchError> {
+    std::fs::write(path, value).map_err(|e| err(format!("writing {value:?} to {}: {e}", path.display())))
+}
+
+/// The selected word of a sysfs choice list (`always [madvise] never`).
+fn selected(choice: &str) -> String {
+    choice
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or(choice)
+        .to_string()
+}
+
+fn run_tool(tool: &str, args: &[&str]) -> Result<(), BenchError> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| err(format!("{tool}: {e} (util-linux)")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(err(format!(
+            "{tool} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// `/proc/vmstat` counters.
+pub fn vmstat() -> Result<Vec<(String, u64)>, BenchError> {
+    Ok(read(Path::new("/proc/vmstat"))?
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect())
+}
+
+fn counter(stats: &[(String, u64)], name: &str) -> u64 {
+    stats
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// `Zswap:` of `/proc/meminfo`, in bytes.
+fn zswap_pool_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("Zswap:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+const ZSWAP: &str = "/sys/module/zswap/parameters";
+const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+const ZRAM: &str = "/sys/block/zram0";
+const DEBUG_ZSWAP: &str = "/sys/kernel/debug/zswap";
+
+/// The machine set up for one kernel run; dropping it restores everything.
+pub struct Machine {
+    /// sysfs files changed, with their values before, in change order.
+    saved: Vec<(PathBuf, String)>,
+    swapfile: Option<PathBuf>,
+    zram_swap: bool,
+    cgroup: PathBuf,
+    mounted_debugfs: bool,
+    /// Where worker pids go.
+    procs_file: CString,
+}
+
+impl Machine {
+    /// Checks that this is root and nothing is in the way, then sets up
+    /// swap, zswap or zram, the THP folio size and a memcg of `limit`.
+    pub fn prepare(
+        swap: &KernelSwap,
+        limit: usize,
+        folio: usize,
+        swap_bytes: usize,
+    ) -> Result<Self, BenchError> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(err(
+                "bench kernel-peer needs root: it creates a memcg, turns swap on and sets zswap's parameters",
+            ));
+        }
+        let active = read(Path::new("/proc/swaps"))?;
+        if active.lines().count() > 1 {
+            return Err(err(format!(
+                "swap is already on ({}); turn it off for a clean comparison",
+                active.lines().skip(1).collect::<Vec<_>>().join("; ")
+            )));
+        }
+        let mut m = Machine {
+            saved: Vec::new(),
+            swapfile: None,
+            zram_swap: false,
+            cgroup: PathBuf::new(),
+            mounted_debugfs: false,
+            procs_file: CString::default(),
+        };
+        m.mount_debugfs();
+        m.set_folio(folio)?;
+        match swap {
+            KernelSwap::Zswap(compressor) => m.zswap(compressor, swap_bytes)?,
+            KernelSwap::Zram(algorithm) => m.zram(algorithm, swap_bytes)?,
+        }
+        m.cgroup(limit)?;
+        Ok(m)
+    }
+
+    fn set(&mut self, path: impl Into<PathBuf>, value: &str) -> Result<(), BenchError> {
+        let path = path.into();
+        let old = read(&path)?;
+        if !self.saved.iter().any(|(p, _)| *p == path) {
+            self.saved.push((path.clone(), selected(&old)));
+        }
+        write(&path, value)
+    }
+
+    fn mount_debugfs(&mut self) {
+        if Path::new(DEBUG_ZSWAP).exists() {
+            return;
+        }
+        let ok = Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        self.mounted_debugfs = ok;
+    }
+
+    /// Large folios of `folio` bytes for anonymous memory (mTHP sizes).
+    fn set_folio(&mut self, folio: usize) -> Result<(), BenchError> {
+        if !Path::new(THP).exists() {
+            return if folio == 4096 {
+                Ok(())
+            } else {
+                Err(err("this kernel has no transparent huge pages"))
+            };
+        }
+        self.set(format!("{THP}/enabled"), "never")?;
+        let sizes: Vec<String> = std::fs::read_dir(THP)
+            .map_err(|e| err(e.to_string()))?
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("hugepages-"))
+            .filter(|n| Path::new(THP).join(n).join("enabled").exists())
+            .collect();
+        let want = format!("hugepages-{}kB", folio / 1024);
+        if folio > 4096 && !sizes.contains(&want) {
+            return Err(err(format!("this kernel has no {want} folios")));
+        }
+        for s in sizes {
+            let v = if s == want { "always" } else { "never" };
+            self.set(format!("{THP}/{s}/enabled"), v)?;
+        }
+        Ok(())
+    }
+
+    fn zswap(&mut self, compressor: &str, bytes: usize) -> Result<(), BenchError> {
+        let crypto = read(Path::new("/proc/crypto"))?;
+        if !crypto.lines().any(|l| l.split(':').nth(1).map(str::trim) == Some(compressor)) {
+            return Err(err(format!(
+                "the kernel has no {compressor} compressor (see /proc/crypto)"
+            )));
+        }
+        self.set(format!("{ZSWAP}/enabled"), "Y")?;
+        self.set(format!("{ZSWAP}/compressor"), compressor)?;
+        self.set(format!("{ZSWAP}/max_pool_percent"), "20")?;
+        let path = PathBuf::from(format!("/var/tmp/uzswap-peer-{}.swap", std::process::id()));
+        let file = std::fs::File::create(&path).map_err(|e| err(format!("{}: {e}", path.display())))?;
+        self.swapfile = Some(path.clone());
+        // SAFETY: fallocate on a file we own; the result is checked.
+        let r = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, bytes as libc::off_t) };
+        if r != 0 {
+            return Err(err(format!(
+                "allocating a {} swap file: {}",
+                format_size(bytes),
+                std::io::Error::last_os_error()
+            )));
+        }
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| err(e.to_string()))?;
+        let p = path.display().to_string();
+        run_tool("mkswap", &[&p])?;
+        run_tool("swapon", &[&p])
+    }
+
+    fn zram(&mut self, algorithm: &str, bytes: usize) -> Result<(), BenchError> {
+        if !Path::new(ZRAM).exists() {
+            return Err(err("no /sys/block/zram0 (modprobe zram)"));
+        }
+        if read(Path::new(&format!("{ZRAM}/disksize")))? != "0" {
+            return Err(err("zram0 is in use (its disksize is set); reset it first"));
+        }
+        let algos = read(Path::new(&format!("{ZRAM}/comp_algorithm")))?;
+        if !algos.split_whitespace().any(|a| a.trim_matches(['[', ']']) == algorithm) {
+            return Err(err(format!("zram offers {algos}, not {algorithm}")));
+        }
+        self.set(format!("{ZSWAP}/enabled"), "N")?;
+        self.set(format!("{ZRAM}/comp_algorithm"), algorithm)?;
+        write(Path::new(&format!("{ZRAM}/disksize")), &bytes.to_string())?;
+        self.zram_swap = true;
+        run_tool("mkswap", &["/dev/zram0"])?;
+        run_tool("swapon", &["/dev/zram0"])
+    }
+
+    fn cgroup(&mut self, limit: usize) -> Result<(), BenchError> {
+        let name = format!("uzswap-peer-{}", std::process::id());
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        let (dir, knob) = if v1.join("memory.limit_in_bytes").exists() {
+            (v1.join(&name), "memory.limit_in_bytes")
+        } else if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            (Path::new("/sys/fs/cgroup").join(&name), "memory.high")
+        } else {
+            return Err(err("no memory cgroup controller mounted"));
+        };
+        std::fs::create_dir(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+        self.cgroup = dir.clone();
+        write(&dir.join(knob), &limit.to_string())?;
+        self.procs_file = CString::new(dir.join("cgroup.procs").display().to_string())
+            .map_err(|e| err(e.to_string()))?;
+        Ok(())
+    }
+
+    /// The worker command, moved into the memcg before it runs.
+    pub fn command(&self, w: &Workload) -> Command {
+        let mut c = w.command();
+        let path = self.procs_file.clone();
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes async-signal-safe calls (getpid, open, write, close)
+        // on memory prepared before the fork.
+        unsafe {
+            c.pre_exec(move || {
+                let mut digits = [0u8; 20];
+                let mut n = libc::getpid() as u64;
+                let mut i = digits.len();
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let len = digits.len() - i;
+                let r = libc::write(fd, digits[i..].as_ptr() as *const libc::c_void, len);
+                libc::close(fd);
+                if r != len as isize {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c
+    }
+
+    fn reject_total() -> u64 {
+        std::fs::read_dir(DEBUG_ZSWAP)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("reject_"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse::<u64>().ok())
+            .sum()
+    }
+
+    fn zram_mem_used_max() -> u64 {
+        std::fs::read_to_string(format!("{ZRAM}/mm_stat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(4)?.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        if !self.cgroup.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir(&self.cgroup);
+        }
+        if let Some(p) = self.swapfile.take() {
+            let _ = run_tool("swapoff", &[&p.display().to_string()]);
+            let _ = std::fs::remove_file(&p);
+        }
+        if self.zram_swap {
+            let _ = run_tool("swapoff", &["/dev/zram0"]);
+            let _ = write(Path::new(&format!("{ZRAM}/reset")), "1");
+        }
+        for (path, value) in self.saved.drain(..).rev() {
+            if let Err(e) = write(&path, &value) {
+                eprintln!("bench kernel-peer: could not restore {}: {e}", path.display());
+            }
+        }
+        if self.mounted_debugfs {
+            let _ = Command::new("umount").arg("/sys/kernel/debug").output();
+        }
+    }
+}
+
+/// Runs the workload under the kernel with `swap`, the processes sharing a
+/// memcg of `limit` bytes, anonymous folios of `folio` bytes.
+pub fn run_kernel(
+    w: &Workload,
+    swap: &KernelSwap,
+    limit: usize,
+    folio: usize,
+) -> Result<Measured, BenchError> {
+    let swap_bytes = (w.footprint() * 2).max(256 << 20);
+    let machine = Machine::prepare(swap, limit, folio, swap_bytes)?;
+    let before = vmstat()?;
+    let rejects_before = Machine::reject_total();
+    let mut pool_peak = 0u64;
+    let commands = (0..w.procs).map(|_| machine.command(w)).collect();
+    let zram = matches!(swap, KernelSwap::Zram(_));
+    let run = run_workers(commands, |_| {
+        let now = if zram {
+            Machine::zram_mem_used_max()
+        } else {
+            zswap_pool_bytes()
+        };
+        pool_peak = pool_peak.max(now);
+    })?;
+    let after = vmstat()?;
+    let delta = |name: &str| counter(&after, name).saturating_sub(counter(&before, name));
+    let rejects = Machine::reject_total().saturating_sub(rejects_before);
+    if zram {
+        pool_peak = pool_peak.max(Machine::zram_mem_used_max());
+    }
+    drop(machine);
+    let (system, compressor) = match swap {
+        KernelSwap::Zswap(c) => (System::KernelZswap, c.clone()),
+        KernelSwap::Zram(a) => (System::KernelZram, a.clone()),
+    };
+    Ok(Measured {
+        system,
+        compressor,
+        folio: format_size(folio),
+        procs: w.procs,
+        total_kbs: run.total_kbs,
+        elapsed: run.elapsed,
+        user: run.user,
+        sys: run.sys,
+        zswpout: delta("zswpout"),
+        zswpin: delta("zswpin"),
+        pswpout: delta("pswpout"),
+        pswpin: delta("pswpin"),
+        rejects,
+        pool_peak_bytes: pool_peak,
+        verified: run.verified,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysfs_choices_read_back_as_the_selected_word() {
+        assert_eq!(selected("always [madvise] never"), "madvise");
+        assert_eq!(selected("[lzo-rle] lzo lz4"), "lzo-rle");
+        assert_eq!(selected("Y"), "Y");
+        assert_eq!(selected("20"), "20");
+    }
+
+    #[test]
+    fn vmstat_has_the_swap_counters() {
+        let v = vmstat().unwrap();
+        for name in ["pswpin", "pswpout"] {
+            assert!(v.iter().any(|(k, _)| k == name), "{name} missing");
+        }
+    }
+}

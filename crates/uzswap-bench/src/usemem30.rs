@@ -1,0 +1,405 @@
+//! The seeds' usemem30 experiment, scaled to the machine: N processes each
+//! map and write S bytes of realistic content (`uzswap-usemem`, optionally
+//! reading it back), under a memory limit smaller than their footprint.
+//! Under uzswap each process runs with the LD_PRELOAD library and an equal
+//! share of the limit; under the kernel ([`crate::kernel`]) the processes
+//! share a memcg. The table has the seeds' rows: total and average
+//! throughput, elapsed, sys time, zswpout/zswpin, pswpout/pswpin, rejects,
+//! pool size.
+
+use crate::{BenchError, Progress};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+use runtime::launch::{self, Launch};
+use runtime::settings::{format_size, Settings};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workload: `procs` processes of `bytes_per_proc` each.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub procs: usize,
+    pub bytes_per_proc: usize,
+    pub read_back: bool,
+    /// How long each process keeps its memory after writing (usemem -s).
+    pub hold_ms: u64,
+    /// The `uzswap-usemem` binary.
+    pub worker: PathBuf,
+}
+
+impl Workload {
+    /// The worker next to `exe` (cargo's `target/<profile>/`).
+    pub fn find_worker(exe: &Path) -> Result<PathBuf, BenchError> {
+        let w = exe.with_file_name("uzswap-usemem");
+        if w.is_file() {
+            Ok(w)
+        } else {
+            Err(BenchError::Params(format!(
+                "{} not found: build it with `cargo build --release -p uzswap`",
+                w.display()
+            )))
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut a = vec![
+            "--bytes".to_string(),
+            self.bytes_per_proc.to_string(),
+            "--hold-ms".into(),
+            self.hold_ms.to_string(),
+        ];
+        if self.read_back {
+            a.push("--read-back".into());
+        }
+        a
+    }
+
+    /// The worker's command line.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(&self.worker);
+        c.args(self.args());
+        c
+    }
+
+    pub fn footprint(&self) -> usize {
+        self.procs * self.bytes_per_proc
+    }
+}
+
+/// Which system paged the workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum System {
+    Uzswap,
+    KernelZswap,
+    KernelZram,
+}
+
+impl std::fmt::Display for System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            System::Uzswap => "uzswap",
+            System::KernelZswap => "kernel zswap",
+            System::KernelZram => "kernel zram",
+        })
+    }
+}
+
+/// One run of the workload.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub system: System,
+    pub compressor: String,
+    pub folio: String,
+    pub procs: usize,
+    /// Sum of the processes' write throughputs (usemem's "Total").
+    pub total_kbs: f64,
+    pub elapsed: Duration,
+    pub user: Duration,
+    pub sys: Duration,
+    pub zswpout: u64,
+    pub zswpin: u64,
+    pub pswpout: u64,
+    pub pswpin: u64,
+    pub rejects: u64,
+    /// Largest compressed-pool size seen during the run.
+    pub pool_peak_bytes: u64,
+    /// Every page read back was the page written (or no read-back).
+    pub verified: bool,
+}
+
+impl Measured {
+    pub fn avg_kbs(&self) -> f64 {
+        self.total_kbs / self.procs.max(1) as f64
+    }
+
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.system, self.compressor, self.folio)
+    }
+}
+
+/// What the worker processes reported, and what they cost.
+pub(crate) struct WorkerRun {
+    pub total_kbs: f64,
+    pub elapsed: Duration,
+    pub user: Duration,
+    pub sys: Duration,
+    pub verified: bool,
+}
+
+fn children_cpu() -> (Duration, Duration) {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Starts every command at once, calls `tick` with the running pids about
+/// every 50 ms until all have exited, and parses their `usemem` lines.
+pub(crate) fn run_workers(
+    commands: Vec<Command>,
+    mut tick: impl FnMut(&[u32]),
+) -> Result<WorkerRun, BenchError> {
+    let (user0, sys0) = children_cpu();
+    let start = Instant::now();
+    let mut children: Vec<Child> = Vec::new();
+    for mut c in commands {
+        c.stdout(Stdio::piped());
+        match c.spawn() {
+            Ok(child) => children.push(child),
+            Err(e) => {
+                for mut ch in children {
+                    let _ = ch.kill();
+                    let _ = ch.wait();
+                }
+                return Err(BenchError::Params(format!("starting a worker: {e}")));
+            }
+        }
+    }
+    let mut statuses = vec![None; children.len()];
+    while statuses.iter().any(Option::is_none) {
+        let running: Vec<u32> = children
+            .iter()
+            .zip(&statuses)
+            .filter(|(_, s)| s.is_none())
+            .map(|(c, _)| c.id())
+            .collect();
+        tick(&running);
+        std::thread::sleep(Duration::from_millis(50));
+        for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
+            if s.is_none() {
+                *s = c.try_wait().map_err(|e| BenchError::Params(e.to_string()))?;
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    let (user1, sys1) = children_cpu();
+    let mut total_kbs = 0.0;
+    let mut verified = true;
+    for (mut c, status) in children.into_iter().zip(statuses) {
+        let mut out = String::new();
+        if let Some(mut o) = c.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        let status = status.expect("every worker has exited");
+        let line = out.lines().find(|l| l.starts_with("usemem ")).ok_or_else(|| {
+            BenchError::Params(format!(
+                "a worker exited with {status} without reporting (output: {out:?})"
+            ))
+        })?;
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or("")
+                .to_string()
+        };
+        total_kbs += field("kbs").parse::<f64>().unwrap_or(0.0);
+        verified &= status.success() && field("verified") != "no";
+    }
+    Ok(WorkerRun {
+        total_kbs,
+        elapsed,
+        user: user1.saturating_sub(user0),
+        sys: sys1.saturating_sub(sys0),
+        verified,
+    })
+}
+
+/// Runs the workload under uzswap: each process with the library and
+/// `1/procs` of `settings.limit_bytes`.
+pub fn run_uzswap(
+    w: &Workload,
+    settings: &Settings,
+    library: &Path,
+) -> Result<Measured, BenchError> {
+    let per_proc = Settings {
+        limit_bytes: (settings.limit_bytes / w.procs.max(1)).max(64 << 10),
+        ..settings.clone()
+    };
+    launch::check_userfaultfd()?;
+    let job = Launch {
+        settings: per_proc,
+        library: library.to_path_buf(),
+        command: std::iter::once(w.worker.display().to_string())
+            .chain(w.args())
+            .collect(),
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("uzswap-usemem-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Params(e.to_string()))?;
+    let commands = (0..w.procs)
+        .map(|_| job.command(&dir))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BenchError::Params(e.to_string()))?;
+    let mut pool_peak = 0u64;
+    let run = run_workers(commands, |pids| {
+        let pool: u64 = pids
+            .iter()
+            .filter_map(|&pid| launch::live_stats(pid).ok())
+            .map(|f| runtime::report::get(&f, "pool_total_size"))
+            .sum();
+        pool_peak = pool_peak.max(pool);
+    })?;
+    let procs = launch::read_stats_dir(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let total = |name: &str| procs.iter().map(|p| p.get(name)).sum::<u64>();
+    if procs.len() != w.procs {
+        return Err(BenchError::Params(format!(
+            "{} of {} workers reported uzswap counters",
+            procs.len(),
+            w.procs
+        )));
+    }
+    let pool_end = total("pool_total_size");
+    Ok(Measured {
+        system: System::Uzswap,
+        compressor: settings.compressor.to_string(),
+        folio: format_size(settings.folio_bytes),
+        procs: w.procs,
+        total_kbs: run.total_kbs,
+        elapsed: run.elapsed,
+        user: run.user,
+        sys: run.sys,
+        zswpout: total("zswpout"),
+        zswpin: total("zswpin"),
+        pswpout: total("pswpout"),
+        pswpin: total("pswpin"),
+        rejects: total("reject_compress_poor")
+            + total("reject_compress_fail")
+            + total("reject_alloc_fail")
+            + total("reject_reclaim_fail"),
+        pool_peak_bytes: pool_peak.max(pool_end),
+        verified: run.verified,
+    })
+}
+
+/// Parameters of `uzswap bench usemem`.
+#[derive(Debug, Clone)]
+pub struct UsememParams {
+    pub workload: Workload,
+    /// The limit all processes share.
+    pub limit_bytes: usize,
+    pub compressors: Vec<String>,
+    pub folios: Vec<usize>,
+    pub parallel: bool,
+    pub library: PathBuf,
+}
+
+/// Every compressor x folio combination under uzswap.
+pub fn run(p: &UsememParams, progress: &Progress) -> Result<Vec<Measured>, BenchError> {
+    let mut rows = Vec::new();
+    for c in &p.compressors {
+        for &folio in &p.folios {
+            let settings = Settings {
+                limit_bytes: p.limit_bytes,
+                compressor: c
+                    .parse()
+                    .map_err(|e| BenchError::Params(format!("{e}")))?,
+                folio_bytes: folio,
+                parallel: p.parallel,
+                swapfile_bytes: (p.workload.footprint() * 2).max(64 << 20),
+                ..Settings::default()
+            };
+            settings
+                .validate()
+                .map_err(|e| BenchError::Params(e.to_string()))?;
+            rows.push(run_uzswap(&p.workload, &settings, &p.library)?);
+            progress.step(&format!("{c} {}", format_size(folio)));
+        }
+    }
+    Ok(rows)
+}
+
+fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The seeds' usemem30 table: one column per run, one row per metric;
+/// `extra` adds columns (e.g. ratios) as `(header, cells)`, one cell per
+/// metric row.
+pub fn table(rows: &[Measured], extra: &[(String, Vec<String>)]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut header = vec![String::new()];
+    header.extend(rows.iter().map(Measured::label));
+    header.extend(extra.iter().map(|(h, _)| h.clone()));
+    t.set_header(header);
+    let metrics: Vec<(&str, Box<dyn Fn(&Measured) -> String>)> = vec![
+        ("Total throughput (KB/s)", Box::new(|m| thousands(m.total_kbs as u64))),
+        ("Avg throughput (KB/s)", Box::new(|m| thousands(m.avg_kbs() as u64))),
+        ("elapsed time (sec)", Box::new(|m| format!("{:.2}", m.elapsed.as_secs_f64()))),
+        ("sys time (sec)", Box::new(|m| format!("{:.2}", m.sys.as_secs_f64()))),
+        ("user time (sec)", Box::new(|m| format!("{:.2}", m.user.as_secs_f64()))),
+        ("zswpout", Box::new(|m| thousands(m.zswpout))),
+        ("zswpin", Box::new(|m| thousands(m.zswpin))),
+        ("pswpout", Box::new(|m| thousands(m.pswpout))),
+        ("pswpin", Box::new(|m| thousands(m.pswpin))),
+        ("rejects", Box::new(|m| thousands(m.rejects))),
+        ("pool size peak (KB)", Box::new(|m| thousands(m.pool_peak_bytes / 1024))),
+        ("every page verified", Box::new(|m| if m.verified { "yes" } else { "NO" }.into())),
+    ];
+    for (i, (name, f)) in metrics.iter().enumerate() {
+        let mut row = vec![name.to_string()];
+        row.extend(rows.iter().map(f));
+        row.extend(extra.iter().map(|(_, cells)| cells.get(i).cloned().unwrap_or_default()));
+        t.add_row(row);
+    }
+    for col in t.column_iter_mut().skip(1) {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(kbs: f64) -> Measured {
+        Measured {
+            system: System::Uzswap,
+            compressor: "lz4".into(),
+            folio: "64K".into(),
+            procs: 4,
+            total_kbs: kbs,
+            elapsed: Duration::from_millis(1500),
+            user: Duration::ZERO,
+            sys: Duration::from_millis(250),
+            zswpout: 1_234_567,
+            zswpin: 0,
+            pswpout: 0,
+            pswpin: 0,
+            rejects: 0,
+            pool_peak_bytes: 10 << 20,
+            verified: true,
+        }
+    }
+
+    #[test]
+    fn table_has_the_seed_rows_and_extra_columns() {
+        let t = table(
+            &[m(4000.0), m(2000.0)],
+            &[("ratio".into(), vec!["2.00x".into()])],
+        )
+        .to_string();
+        for row in ["Total throughput (KB/s)", "Avg throughput (KB/s)", "zswpout", "pswpin"] {
+            assert!(t.contains(row), "{t}");
+        }
+        assert!(t.contains("4,000") && t.contains("1,000") && t.contains("1,234,567"));
+        assert!(t.contains("2.00x") && t.contains("uzswap lz4 64K"));
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+    }
+}

@@ -1,0 +1,242 @@
+//! `uzswap bench usemem` (processes under `uzswap run`) and `uzswap bench
+//! kernel-peer` (the same workload under the kernel's zswap and zram).
+
+use crate::run::size_arg;
+use clap::Args;
+use runtime::launch;
+use runtime::settings::{format_size, Settings};
+use std::path::{Path, PathBuf};
+use uzswap_bench::kernel::{self, KernelSwap};
+use uzswap_bench::plot::{self, Bar};
+use uzswap_bench::usemem30::{self, Measured, System, Workload};
+use uzswap_bench::{BenchError, Progress};
+
+/// The workload, as flags.
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Processes, each mapping and writing its own memory.
+    #[arg(long, default_value_t = 4)]
+    pub procs: usize,
+    /// Bytes each process writes.
+    #[arg(long, default_value = "256M", value_parser = size_arg)]
+    pub size: usize,
+    /// Memory limit all processes share (memcg memory.high's role).
+    #[arg(long, default_value = "512M", value_parser = size_arg)]
+    pub limit: usize,
+    /// Skip reading the memory back and checking every page.
+    #[arg(long)]
+    pub no_read_back: bool,
+    /// Milliseconds each process keeps its memory after writing.
+    #[arg(long, default_value_t = 0)]
+    pub hold_ms: u64,
+    /// Where to draw the throughput chart (PNG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Draw no chart.
+    #[arg(long)]
+    pub no_plot: bool,
+}
+
+impl WorkloadArgs {
+    fn workload(&self) -> Result<Workload, BenchError> {
+        if self.procs == 0 || self.size < 4096 {
+            return Err(BenchError::Params("--procs >= 1 and --size >= 4K".into()));
+        }
+        let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
+        Ok(Workload {
+            procs: self.procs,
+            bytes_per_proc: self.size,
+            read_back: !self.no_read_back,
+            hold_ms: self.hold_ms,
+            worker: Workload::find_worker(&exe)?,
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} processes x {}, limit {} shared{}",
+            self.procs,
+            format_size(self.size),
+            format_size(self.limit),
+            if self.no_read_back {
+                ""
+            } else {
+                ", every page read back and checked"
+            }
+        )
+    }
+
+    fn plot_path(&self, default: &str) -> Option<PathBuf> {
+        if self.no_plot {
+            None
+        } else {
+            Some(
+                self.plot
+                    .clone()
+                    .unwrap_or_else(|| Path::new("uzswap-plots").join(default)),
+            )
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct UsememArgs {
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Compressors, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "lz4,lzo-rle")]
+    pub compressors: Vec<String>,
+    /// Folio sizes evicted at once, comma-separated: 4K, 64K, 2M.
+    #[arg(long, value_delimiter = ',', default_value = "4K,64K,2M", value_parser = size_arg)]
+    pub folios: Vec<usize>,
+    /// Compress each folio's batch with worker threads.
+    #[arg(long)]
+    pub parallel: bool,
+}
+
+fn library() -> Result<PathBuf, BenchError> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
+    launch::find_library(&exe).map_err(|e| BenchError::Params(e.to_string()))
+}
+
+fn bar(m: &Measured) -> Bar {
+    Bar {
+        label: m.label(),
+        value: m.total_kbs,
+        group: m.system.to_string(),
+    }
+}
+
+fn draw(path: Option<PathBuf>, title: &str, rows: &[Measured]) {
+    let Some(path) = path else {
+        return;
+    };
+    let bars: Vec<Bar> = rows.iter().map(bar).collect();
+    match plot::bars(&path, title, "total write throughput, KB/s", &bars) {
+        Ok(()) => println!("chart: {}", path.display()),
+        Err(e) => eprintln!("uzswap: no chart: {e}"),
+    }
+}
+
+fn check_verified(rows: &[Measured]) -> Result<(), BenchError> {
+    match rows.iter().find(|m| !m.verified) {
+        Some(m) => Err(BenchError::Params(format!(
+            "{}: a page read back differed from the page written",
+            m.label()
+        ))),
+        None => Ok(()),
+    }
+}
+
+pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
+    let params = usemem30::UsememParams {
+        workload: a.workload.workload()?,
+        limit_bytes: a.workload.limit,
+        compressors: a.compressors.clone(),
+        folios: a.folios.clone(),
+        parallel: a.parallel,
+        library: library()?,
+    };
+    let progress = Progress::new(
+        "bench usemem",
+        (params.compressors.len() * params.folios.len()) as u64,
+    );
+    let rows = usemem30::run(&params, &progress)?;
+    progress.finish();
+    println!(
+        "usemem{} under uzswap: {}; each process runs with 1/{} of the limit",
+        a.workload.procs,
+        a.workload.describe(),
+        a.workload.procs
+    );
+    println!("{}", usemem30::table(&rows, &[]));
+    draw(a.workload.plot_path("usemem.png"), "usemem under uzswap", &rows);
+    check_verified(&rows)
+}
+
+#[derive(Args, Debug)]
+pub struct KernelPeerArgs {
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Compressors, each run under uzswap and under kernel zswap (the
+    /// kernel's must be in /proc/crypto).
+    #[arg(long, value_delimiter = ',', default_value = "lzo-rle,lzo,deflate")]
+    pub compressors: Vec<String>,
+    /// zram algorithms to run as a kernel swap device too ("none": skip).
+    #[arg(long, value_delimiter = ',', default_value = "lzo-rle")]
+    pub zram: Vec<String>,
+    /// Folio size, for uzswap's eviction and the kernel's mTHP setting.
+    #[arg(long, default_value = "64K", value_parser = size_arg)]
+    pub folio: usize,
+    /// Compress each folio's batch with worker threads (uzswap).
+    #[arg(long)]
+    pub parallel: bool,
+}
+
+pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
+    let w = a.workload.workload()?;
+    let library = library()?;
+    let zram: Vec<&String> = a.zram.iter().filter(|z| *z != "none").collect();
+    let steps = a.compressors.len() * 2 + zram.len();
+    let progress = Progress::new("bench kernel-peer", steps as u64);
+    let mut rows = Vec::new();
+    let mut ratios = Vec::new();
+    for c in &a.compressors {
+        // Side by side: uzswap, then the kernel, for each compressor.
+        let settings = Settings {
+            limit_bytes: a.workload.limit,
+            compressor: c.parse().map_err(|e| BenchError::Params(format!("{e}")))?,
+            folio_bytes: a.folio,
+            parallel: a.parallel,
+            swapfile_bytes: (w.footprint() * 2).max(64 << 20),
+            ..Settings::default()
+        };
+        settings
+            .validate()
+            .map_err(|e| BenchError::Params(e.to_string()))?;
+        let ours = usemem30::run_uzswap(&w, &settings, &library)?;
+        progress.step(&format!("uzswap {c}"));
+        let theirs = kernel::run_kernel(&w, &KernelSwap::Zswap(c.clone()), a.workload.limit, a.folio)?;
+        progress.step(&format!("kernel zswap {c}"));
+        ratios.push((c.clone(), ours.total_kbs / theirs.total_kbs.max(1.0)));
+        rows.push(ours);
+        rows.push(theirs);
+    }
+    for z in zram {
+        rows.push(kernel::run_kernel(&w, &KernelSwap::Zram(z.clone()), a.workload.limit, a.folio)?);
+        progress.step(&format!("kernel zram {z}"));
+    }
+    progress.finish();
+    println!(
+        "usemem{}: {}, {} folios; uzswap: each process with 1/{} of the limit; kernel: one memcg",
+        a.workload.procs,
+        a.workload.describe(),
+        format_size(a.folio),
+        a.workload.procs
+    );
+    println!("{}", usemem30::table(&rows, &[]));
+    println!("throughput, uzswap / kernel zswap (goal >= 1.2x):");
+    for (c, r) in &ratios {
+        println!("  {c:<10} {r:.2}x");
+    }
+    for m in rows.iter().filter(|m| m.system == System::KernelZram) {
+        if let Some(best) = rows
+            .iter()
+            .filter(|o| o.system == System::Uzswap && o.compressor == m.compressor)
+            .map(|o| o.total_kbs)
+            .reduce(f64::max)
+        {
+            println!(
+                "  {:<10} {:.2}x vs kernel zram",
+                m.compressor,
+                best / m.total_kbs.max(1.0)
+            );
+        }
+    }
+    draw(
+        a.workload.plot_path("kernel-peer.png"),
+        "usemem: uzswap vs the kernel",
+        &rows,
+    );
+    check_verified(&rows)
+}

@@ -34,7 +34,8 @@ fn read(path: &Path) -> Result<String, BenchError> {
 }
 
 fn write(path: &Path, value: &str) -> Result<(), BenchError> {
-    std::fs::write(path, value).map_err(|e| err(format!("writing {value:?} to {}: {e}", path.display())))
+    std::fs::write(path, value)
+        .map_err(|e| err(format!("writing {value:?} to {}: {e}", path.display())))
 }
 
 /// The selected word of a sysfs choice list (`always [madvise] never`).
@@ -74,10 +75,7 @@ pub fn vmstat() -> Result<Vec<(String, u64)>, BenchError> {
 }
 
 fn counter(stats: &[(String, u64)], name: &str) -> u64 {
-    stats
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or(0, |(_, v)| *v)
+    stats.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v)
 }
 
 /// `Zswap:` of `/proc/meminfo`, in bytes.
@@ -199,7 +197,10 @@ impl Machine {
 
     fn zswap(&mut self, compressor: &str, bytes: usize) -> Result<(), BenchError> {
         let crypto = read(Path::new("/proc/crypto"))?;
-        if !crypto.lines().any(|l| l.split(':').nth(1).map(str::trim) == Some(compressor)) {
+        if !crypto
+            .lines()
+            .any(|l| l.split(':').nth(1).map(str::trim) == Some(compressor))
+        {
             return Err(err(format!(
                 "the kernel has no {compressor} compressor (see /proc/crypto)"
             )));
@@ -208,10 +209,18 @@ impl Machine {
         self.set(format!("{ZSWAP}/compressor"), compressor)?;
         self.set(format!("{ZSWAP}/max_pool_percent"), "20")?;
         let path = PathBuf::from(format!("/var/tmp/uzswap-peer-{}.swap", std::process::id()));
-        let file = std::fs::File::create(&path).map_err(|e| err(format!("{}: {e}", path.display())))?;
+        let file =
+            std::fs::File::create(&path).map_err(|e| err(format!("{}: {e}", path.display())))?;
         self.swapfile = Some(path.clone());
         // SAFETY: fallocate on a file we own; the result is checked.
-        let r = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, bytes as libc::off_t) };
+        let r = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                0,
+                bytes as libc::off_t,
+            )
+        };
         if r != 0 {
             return Err(err(format!(
                 "allocating a {} swap file: {}",
@@ -234,7 +243,10 @@ impl Machine {
             return Err(err("zram0 is in use (its disksize is set); reset it first"));
         }
         let algos = read(Path::new(&format!("{ZRAM}/comp_algorithm")))?;
-        if !algos.split_whitespace().any(|a| a.trim_matches(['[', ']']) == algorithm) {
+        if !algos
+            .split_whitespace()
+            .any(|a| a.trim_matches(['[', ']']) == algorithm)
+        {
             return Err(err(format!("zram offers {algos}, not {algorithm}")));
         }
         self.set(format!("{ZSWAP}/enabled"), "N")?;
@@ -305,7 +317,13 @@ impl Machine {
             .flatten()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with("reject_"))
-            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse::<u64>().ok())
+            .filter_map(|e| {
+                std::fs::read_to_string(e.path())
+                    .ok()?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
             .sum()
     }
 
@@ -332,7 +350,10 @@ impl Drop for Machine {
         }
         for (path, value) in self.saved.drain(..).rev() {
             if let Err(e) = write(&path, &value) {
-                eprintln!("bench kernel-peer: could not restore {}: {e}", path.display());
+                eprintln!(
+                    "bench kernel-peer: could not restore {}: {e}",
+                    path.display()
+                );
             }
         }
         if self.mounted_debugfs {
@@ -381,6 +402,7 @@ pub fn run_kernel(
         folio: format_size(folio),
         procs: w.procs,
         total_kbs: run.total_kbs,
+        aggregate_kbs: run.aggregate_kbs,
         elapsed: run.elapsed,
         user: run.user,
         sys: run.sys,

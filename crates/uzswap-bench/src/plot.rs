@@ -113,7 +113,10 @@ pub fn bars(path: &Path, title: &str, unit: &str, bars: &[Bar]) -> Result<(), Be
                     .map(|(i, b)| {
                         let row = n - 1 - i;
                         let mut r = Rectangle::new(
-                            [(0.0, SegmentValue::Exact(row)), (b.value, SegmentValue::Exact(row + 1))],
+                            [
+                                (0.0, SegmentValue::Exact(row)),
+                                (b.value, SegmentValue::Exact(row + 1)),
+                            ],
                             c.filled(),
                         );
                         r.set_margin(6, 6, 0, 0);
@@ -122,7 +125,12 @@ pub fn bars(path: &Path, title: &str, unit: &str, bars: &[Bar]) -> Result<(), Be
             )
             .map_err(err)?
             .label(g.to_string())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], COLORS[k % COLORS.len()].filled()));
+            .legend(move |(x, y)| {
+                Rectangle::new(
+                    [(x, y - 6), (x + 14, y + 6)],
+                    COLORS[k % COLORS.len()].filled(),
+                )
+            });
     }
     chart
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
@@ -166,8 +174,16 @@ mod tests {
     fn writes_a_png_or_names_the_missing_font() {
         let path = std::env::temp_dir().join(format!("uzswap-plot-{}.png", std::process::id()));
         let data = [
-            Bar { label: "uzswap lzo-rle".into(), value: 812_000.0, group: "uzswap".into() },
-            Bar { label: "kernel zswap lzo-rle".into(), value: 533_000.0, group: "kernel".into() },
+            Bar {
+                label: "uzswap lzo-rle".into(),
+                value: 812_000.0,
+                group: "uzswap".into(),
+            },
+            Bar {
+                label: "kernel zswap lzo-rle".into(),
+                value: 533_000.0,
+                group: "kernel".into(),
+            },
         ];
         match bars(&path, "usemem", "KB/s", &data) {
             Ok(()) => {

@@ -94,6 +94,10 @@ pub struct Measured {
     pub procs: usize,
     /// Sum of the processes' write throughputs (usemem's "Total").
     pub total_kbs: f64,
+    /// All bytes written over the longest write phase: the rate the
+    /// processes sustained together (a process that ran alone while the
+    /// others waited for a CPU cannot inflate it).
+    pub aggregate_kbs: f64,
     pub elapsed: Duration,
     pub user: Duration,
     pub sys: Duration,
@@ -121,6 +125,7 @@ impl Measured {
 /// What the worker processes reported, and what they cost.
 pub(crate) struct WorkerRun {
     pub total_kbs: f64,
+    pub aggregate_kbs: f64,
     pub elapsed: Duration,
     pub user: Duration,
     pub sys: Duration,
@@ -170,13 +175,17 @@ pub(crate) fn run_workers(
         std::thread::sleep(Duration::from_millis(50));
         for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
             if s.is_none() {
-                *s = c.try_wait().map_err(|e| BenchError::Params(e.to_string()))?;
+                *s = c
+                    .try_wait()
+                    .map_err(|e| BenchError::Params(e.to_string()))?;
             }
         }
     }
     let elapsed = start.elapsed();
     let (user1, sys1) = children_cpu();
     let mut total_kbs = 0.0;
+    let mut bytes = 0u64;
+    let mut longest_us = 0u64;
     let mut verified = true;
     for (mut c, status) in children.into_iter().zip(statuses) {
         let mut out = String::new();
@@ -184,11 +193,14 @@ pub(crate) fn run_workers(
             let _ = o.read_to_string(&mut out);
         }
         let status = status.expect("every worker has exited");
-        let line = out.lines().find(|l| l.starts_with("usemem ")).ok_or_else(|| {
-            BenchError::Params(format!(
-                "a worker exited with {status} without reporting (output: {out:?})"
-            ))
-        })?;
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("usemem "))
+            .ok_or_else(|| {
+                BenchError::Params(format!(
+                    "a worker exited with {status} without reporting (output: {out:?})"
+                ))
+            })?;
         let field = |name: &str| {
             line.split_whitespace()
                 .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
@@ -196,10 +208,13 @@ pub(crate) fn run_workers(
                 .to_string()
         };
         total_kbs += field("kbs").parse::<f64>().unwrap_or(0.0);
+        bytes += field("bytes").parse::<u64>().unwrap_or(0);
+        longest_us = longest_us.max(field("write_us").parse::<u64>().unwrap_or(0));
         verified &= status.success() && field("verified") != "no";
     }
     Ok(WorkerRun {
         total_kbs,
+        aggregate_kbs: (bytes as f64 / 1024.0) / (longest_us.max(1) as f64 / 1e6),
         elapsed,
         user: user1.saturating_sub(user0),
         sys: sys1.saturating_sub(sys0),
@@ -261,6 +276,7 @@ pub fn run_uzswap(
         folio: format_size(settings.folio_bytes),
         procs: w.procs,
         total_kbs: run.total_kbs,
+        aggregate_kbs: run.aggregate_kbs,
         elapsed: run.elapsed,
         user: run.user,
         sys: run.sys,
@@ -296,9 +312,7 @@ pub fn run(p: &UsememParams, progress: &Progress) -> Result<Vec<Measured>, Bench
         for &folio in &p.folios {
             let settings = Settings {
                 limit_bytes: p.limit_bytes,
-                compressor: c
-                    .parse()
-                    .map_err(|e| BenchError::Params(format!("{e}")))?,
+                compressor: c.parse().map_err(|e| BenchError::Params(format!("{e}")))?,
                 folio_bytes: folio,
                 parallel: p.parallel,
                 swapfile_bytes: (p.workload.footprint() * 2).max(64 << 20),
@@ -318,13 +332,16 @@ fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
     }
     out
 }
+
+/// How a table row reads its value off a run.
+type Metric = Box<dyn Fn(&Measured) -> String>;
 
 /// The seeds' usemem30 table: one column per run, one row per metric;
 /// `extra` adds columns (e.g. ratios) as `(header, cells)`, one cell per
@@ -336,24 +353,53 @@ pub fn table(rows: &[Measured], extra: &[(String, Vec<String>)]) -> Table {
     header.extend(rows.iter().map(Measured::label));
     header.extend(extra.iter().map(|(h, _)| h.clone()));
     t.set_header(header);
-    let metrics: Vec<(&str, Box<dyn Fn(&Measured) -> String>)> = vec![
-        ("Total throughput (KB/s)", Box::new(|m| thousands(m.total_kbs as u64))),
-        ("Avg throughput (KB/s)", Box::new(|m| thousands(m.avg_kbs() as u64))),
-        ("elapsed time (sec)", Box::new(|m| format!("{:.2}", m.elapsed.as_secs_f64()))),
-        ("sys time (sec)", Box::new(|m| format!("{:.2}", m.sys.as_secs_f64()))),
-        ("user time (sec)", Box::new(|m| format!("{:.2}", m.user.as_secs_f64()))),
+    let metrics: Vec<(&str, Metric)> = vec![
+        (
+            "Total throughput (KB/s)",
+            Box::new(|m| thousands(m.total_kbs as u64)),
+        ),
+        (
+            "Avg throughput (KB/s)",
+            Box::new(|m| thousands(m.avg_kbs() as u64)),
+        ),
+        (
+            "Aggregate throughput (KB/s)",
+            Box::new(|m| thousands(m.aggregate_kbs as u64)),
+        ),
+        (
+            "elapsed time (sec)",
+            Box::new(|m| format!("{:.2}", m.elapsed.as_secs_f64())),
+        ),
+        (
+            "sys time (sec)",
+            Box::new(|m| format!("{:.2}", m.sys.as_secs_f64())),
+        ),
+        (
+            "user time (sec)",
+            Box::new(|m| format!("{:.2}", m.user.as_secs_f64())),
+        ),
         ("zswpout", Box::new(|m| thousands(m.zswpout))),
         ("zswpin", Box::new(|m| thousands(m.zswpin))),
         ("pswpout", Box::new(|m| thousands(m.pswpout))),
         ("pswpin", Box::new(|m| thousands(m.pswpin))),
         ("rejects", Box::new(|m| thousands(m.rejects))),
-        ("pool size peak (KB)", Box::new(|m| thousands(m.pool_peak_bytes / 1024))),
-        ("every page verified", Box::new(|m| if m.verified { "yes" } else { "NO" }.into())),
+        (
+            "pool size peak (KB)",
+            Box::new(|m| thousands(m.pool_peak_bytes / 1024)),
+        ),
+        (
+            "every page verified",
+            Box::new(|m| if m.verified { "yes" } else { "NO" }.into()),
+        ),
     ];
     for (i, (name, f)) in metrics.iter().enumerate() {
         let mut row = vec![name.to_string()];
         row.extend(rows.iter().map(f));
-        row.extend(extra.iter().map(|(_, cells)| cells.get(i).cloned().unwrap_or_default()));
+        row.extend(
+            extra
+                .iter()
+                .map(|(_, cells)| cells.get(i).cloned().unwrap_or_default()),
+        );
         t.add_row(row);
     }
     for col in t.column_iter_mut().skip(1) {
@@ -373,6 +419,7 @@ mod tests {
             folio: "64K".into(),
             procs: 4,
             total_kbs: kbs,
+            aggregate_kbs: kbs / 2.0,
             elapsed: Duration::from_millis(1500),
             user: Duration::ZERO,
             sys: Duration::from_millis(250),
@@ -393,7 +440,12 @@ mod tests {
             &[("ratio".into(), vec!["2.00x".into()])],
         )
         .to_string();
-        for row in ["Total throughput (KB/s)", "Avg throughput (KB/s)", "zswpout", "pswpin"] {
+        for row in [
+            "Total throughput (KB/s)",
+            "Avg throughput (KB/s)",
+            "zswpout",
+            "pswpin",
+        ] {
             assert!(t.contains(row), "{t}");
         }
         assert!(t.contains("4,000") && t.contains("1,000") && t.contains("1,234,567"));

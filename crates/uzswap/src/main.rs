@@ -249,8 +249,27 @@ fn main() -> ExitCode {
 }
 
 fn default_job() -> Result<(), BenchError> {
-    println!("uzswap default job: short runs of the seed-001 zs_free experiment, pool density and seed 002's");
-    println!("readahead comparison (see `uzswap --help` for every benchmark and its flags)\n");
+    println!("uzswap default job: a short usemem run under uzswap, and short runs of the seed-001 zs_free");
+    println!("experiment, pool density and seed 002's readahead comparison (see `uzswap --help` for every");
+    println!(
+        "benchmark and its flags; `sudo uzswap bench kernel-peer` compares with the kernel)\n"
+    );
+    peer::usemem(&peer::UsememArgs {
+        workload: peer::WorkloadArgs {
+            procs: 2,
+            size: 96 << 20,
+            limit: 96 << 20,
+            no_read_back: false,
+            hold_ms: 0,
+            plot: None,
+            no_plot: false,
+            reps: 1,
+        },
+        compressors: vec!["lz4".into(), "lzo-rle".into()],
+        folios: vec![4 << 10, 64 << 10, 2 << 20],
+        parallel: false,
+    })?;
+    println!();
     bench_zsfree(&ZsFreeArgs {
         mib_per_thread: 64,
         threads: vec![1, 2, 4],

@@ -18,10 +18,10 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 4)]
     pub procs: usize,
     /// Bytes each process writes.
-    #[arg(long, default_value = "256M", value_parser = size_arg)]
+    #[arg(long, default_value = "512M", value_parser = size_arg)]
     pub size: usize,
     /// Memory limit all processes share (memcg memory.high's role).
-    #[arg(long, default_value = "512M", value_parser = size_arg)]
+    #[arg(long, default_value = "256M", value_parser = size_arg)]
     pub limit: usize,
     /// Skip reading the memory back and checking every page.
     #[arg(long)]
@@ -35,12 +35,18 @@ pub struct WorkloadArgs {
     /// Draw no chart.
     #[arg(long)]
     pub no_plot: bool,
+    /// Runs of each configuration, interleaved; the run with the median
+    /// throughput is shown.
+    #[arg(long, default_value_t = 1)]
+    pub reps: usize,
 }
 
 impl WorkloadArgs {
     fn workload(&self) -> Result<Workload, BenchError> {
-        if self.procs == 0 || self.size < 4096 {
-            return Err(BenchError::Params("--procs >= 1 and --size >= 4K".into()));
+        if self.procs == 0 || self.size < 4096 || self.reps == 0 {
+            return Err(BenchError::Params(
+                "--procs >= 1, --reps >= 1 and --size >= 4K".into(),
+            ));
         }
         let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
         Ok(Workload {
@@ -137,12 +143,22 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         parallel: a.parallel,
         library: library()?,
     };
+    let reps = a.workload.reps;
     let progress = Progress::new(
         "bench usemem",
-        (params.compressors.len() * params.folios.len()) as u64,
+        (params.compressors.len() * params.folios.len() * reps) as u64,
     );
-    let rows = usemem30::run(&params, &progress)?;
+    let mut runs: Vec<Vec<Measured>> = Vec::new();
+    for _ in 0..reps {
+        for (i, m) in usemem30::run(&params, &progress)?.into_iter().enumerate() {
+            if runs.len() <= i {
+                runs.push(Vec::new());
+            }
+            runs[i].push(m);
+        }
+    }
     progress.finish();
+    let rows = medians(runs);
     println!(
         "usemem{} under uzswap: {}; each process runs with 1/{} of the limit",
         a.workload.procs,
@@ -150,7 +166,11 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         a.workload.procs
     );
     println!("{}", usemem30::table(&rows, &[]));
-    draw(a.workload.plot_path("usemem.png"), "usemem under uzswap", &rows);
+    draw(
+        a.workload.plot_path("usemem.png"),
+        "usemem under uzswap",
+        &rows,
+    );
     check_verified(&rows)
 }
 
@@ -173,14 +193,28 @@ pub struct KernelPeerArgs {
     pub parallel: bool,
 }
 
+/// The run with the median throughput of each configuration's runs.
+fn medians(runs: Vec<Vec<Measured>>) -> Vec<Measured> {
+    runs.into_iter()
+        .filter_map(|mut r| {
+            r.sort_by(|a, b| a.total_kbs.total_cmp(&b.total_kbs));
+            let verified = r.iter().all(|m| m.verified);
+            let mut mid = r.get(r.len() / 2).cloned()?;
+            mid.verified = verified;
+            Some(mid)
+        })
+        .collect()
+}
+
+enum PeerRun {
+    Uzswap(Settings),
+    Kernel(KernelSwap),
+}
+
 pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
     let w = a.workload.workload()?;
     let library = library()?;
-    let zram: Vec<&String> = a.zram.iter().filter(|z| *z != "none").collect();
-    let steps = a.compressors.len() * 2 + zram.len();
-    let progress = Progress::new("bench kernel-peer", steps as u64);
-    let mut rows = Vec::new();
-    let mut ratios = Vec::new();
+    let mut configs = Vec::new();
     for c in &a.compressors {
         // Side by side: uzswap, then the kernel, for each compressor.
         let settings = Settings {
@@ -194,42 +228,70 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         settings
             .validate()
             .map_err(|e| BenchError::Params(e.to_string()))?;
-        let ours = usemem30::run_uzswap(&w, &settings, &library)?;
-        progress.step(&format!("uzswap {c}"));
-        let theirs = kernel::run_kernel(&w, &KernelSwap::Zswap(c.clone()), a.workload.limit, a.folio)?;
-        progress.step(&format!("kernel zswap {c}"));
-        ratios.push((c.clone(), ours.total_kbs / theirs.total_kbs.max(1.0)));
-        rows.push(ours);
-        rows.push(theirs);
+        configs.push((format!("uzswap {c}"), PeerRun::Uzswap(settings)));
+        configs.push((
+            format!("kernel zswap {c}"),
+            PeerRun::Kernel(KernelSwap::Zswap(c.clone())),
+        ));
     }
-    for z in zram {
-        rows.push(kernel::run_kernel(&w, &KernelSwap::Zram(z.clone()), a.workload.limit, a.folio)?);
-        progress.step(&format!("kernel zram {z}"));
+    for z in a.zram.iter().filter(|z| *z != "none") {
+        configs.push((
+            format!("kernel zram {z}"),
+            PeerRun::Kernel(KernelSwap::Zram(z.clone())),
+        ));
+    }
+    let reps = a.workload.reps;
+    let progress = Progress::new("bench kernel-peer", (configs.len() * reps) as u64);
+    let mut runs: Vec<Vec<Measured>> = configs.iter().map(|_| Vec::new()).collect();
+    for rep in 0..reps {
+        for (i, (name, cfg)) in configs.iter().enumerate() {
+            let m = match cfg {
+                PeerRun::Uzswap(s) => usemem30::run_uzswap(&w, s, &library)?,
+                PeerRun::Kernel(k) => kernel::run_kernel(&w, k, a.workload.limit, a.folio)?,
+            };
+            runs[i].push(m);
+            progress.step(&format!("{name}, run {}", rep + 1));
+        }
     }
     progress.finish();
+    let rows = medians(runs);
+    let ratios: Vec<(String, f64, f64)> = rows
+        .chunks(2)
+        .filter(|p| {
+            p.len() == 2 && p[0].system == System::Uzswap && p[1].system == System::KernelZswap
+        })
+        .map(|p| {
+            (
+                p[0].compressor.clone(),
+                p[0].total_kbs / p[1].total_kbs.max(1.0),
+                p[0].aggregate_kbs / p[1].aggregate_kbs.max(1.0),
+            )
+        })
+        .collect();
     println!(
-        "usemem{}: {}, {} folios; uzswap: each process with 1/{} of the limit; kernel: one memcg",
+        "usemem{}: {}, {} folios; uzswap: each process with 1/{} of the limit; kernel: one memcg; median of {reps} runs",
         a.workload.procs,
         a.workload.describe(),
         format_size(a.folio),
         a.workload.procs
     );
     println!("{}", usemem30::table(&rows, &[]));
-    println!("throughput, uzswap / kernel zswap (goal >= 1.2x):");
-    for (c, r) in &ratios {
-        println!("  {c:<10} {r:.2}x");
+    println!("throughput, uzswap / kernel zswap (goal >= 1.2x): total (seeds' metric), aggregate");
+    for (c, total, aggregate) in &ratios {
+        println!("  {c:<10} {total:.2}x  {aggregate:.2}x");
     }
     for m in rows.iter().filter(|m| m.system == System::KernelZram) {
         if let Some(best) = rows
             .iter()
             .filter(|o| o.system == System::Uzswap && o.compressor == m.compressor)
-            .map(|o| o.total_kbs)
-            .reduce(f64::max)
+            .map(|o| (o.total_kbs, o.aggregate_kbs))
+            .reduce(|a, b| if a.0 >= b.0 { a } else { b })
         {
             println!(
-                "  {:<10} {:.2}x vs kernel zram",
+                "  {:<10} {:.2}x  {:.2}x vs kernel zram",
                 m.compressor,
-                best / m.total_kbs.max(1.0)
+                best.0 / m.total_kbs.max(1.0),
+                best.1 / m.aggregate_kbs.max(1.0)
             );
         }
     }

@@ -64,6 +64,10 @@ pub fn write_exit_report() {
         return;
     }
     let _busy = preload::force_busy();
+    if let Some(p) = preload::started() {
+        // Exiting: this process's pages no longer count in a shared limit.
+        p.runtime.leave_shared_limit();
+    }
     let pid = std::process::id();
     let _ = std::fs::remove_file(report::socket_path(pid));
     if let Some(dir) = std::env::var_os(env::STATS_DIR) {

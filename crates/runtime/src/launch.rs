@@ -113,6 +113,9 @@ pub struct Launch {
     pub settings: Settings,
     pub library: PathBuf,
     pub command: Vec<String>,
+    /// The processes of the run share one limit, as a memcg's do (a file
+    /// in the stats folder); otherwise each process has its own.
+    pub share_limit: bool,
 }
 
 fn children_cpu() -> (Duration, Duration) {
@@ -136,7 +139,11 @@ impl Launch {
             _ => self.library.display().to_string(),
         };
         cmd.env("LD_PRELOAD", preload);
-        for (k, v) in self.settings.to_vars() {
+        let mut settings = self.settings.clone();
+        if self.share_limit && settings.shared_limit.is_none() {
+            settings.shared_limit = Some(stats_dir.join("shared-limit"));
+        }
+        for (k, v) in settings.to_vars() {
             cmd.env(k, v);
         }
         cmd.env(env::STATS_DIR, stats_dir);

@@ -68,6 +68,7 @@ mod protocol_model;
 pub mod report;
 mod runtime;
 pub mod settings;
+pub mod shared;
 mod uffd;
 
 pub use runtime::{Region, Runtime, RuntimeConfig, RuntimeStats};

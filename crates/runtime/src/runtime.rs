@@ -1,6 +1,7 @@
 //! The runtime: regions, the fault handler thread, the reclaim thread.
 
 use crate::pagemap::PagemapScan;
+use crate::shared::SharedLimit;
 use crate::RuntimeError;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
@@ -28,6 +29,9 @@ pub struct RuntimeConfig {
     pub track_writes: bool,
     /// Least time between two aging passes.
     pub aging_interval: Duration,
+    /// A limit file shared with other processes ([`crate::shared`]): the
+    /// limit applies to their resident pages and ours together.
+    pub shared_limit: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeConfig {
@@ -39,6 +43,7 @@ impl Default for RuntimeConfig {
             evict_folio_pages: 16,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
+            shared_limit: None,
         }
     }
 }
@@ -89,9 +94,28 @@ struct State {
     lru: VecDeque<(usize, usize)>,
     resident: usize,
     evictions: u64,
+    /// The limit shared with other processes, if any.
+    shared: Option<Arc<SharedLimit>>,
 }
 
 impl State {
+    /// Changes the resident count, and publishes it to a shared limit.
+    fn add_resident(&mut self, delta: isize) {
+        self.resident = self.resident.saturating_add_signed(delta);
+        if let Some(s) = &self.shared {
+            s.publish(self.resident);
+        }
+    }
+
+    /// The pages the limit applies to: ours, or all processes' of a shared
+    /// limit.
+    fn charged(&self) -> usize {
+        match &self.shared {
+            Some(s) => s.total(),
+            None => self.resident,
+        }
+    }
+
     fn locate(&mut self, addr: usize) -> Option<(usize, usize, &mut RegionData)> {
         let (&base, region) = self.regions.range_mut(..=addr).next_back()?;
         let idx = (addr - base) / PAGE_SIZE;
@@ -187,6 +211,8 @@ struct Inner {
     last_aging: Mutex<Option<Instant>>,
     /// One folio of zeros, the source of first-touch write faults.
     zeros: Vec<u8>,
+    /// When dead processes' slots of a shared limit were last swept.
+    last_sweep: Mutex<Option<Instant>>,
 }
 
 /// Pages a process's memory through uzswap.
@@ -214,6 +240,12 @@ impl Runtime {
         }
         let uffd = crate::uffd::open()?;
         let swap = Swap::new(cfg.swap.clone())?;
+        let shared = match &cfg.shared_limit {
+            Some(path) => Some(Arc::new(SharedLimit::open(path).map_err(|e| {
+                RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
+            })?)),
+            None => None,
+        };
         let pagemap = if cfg.track_writes {
             PagemapScan::open()
         } else {
@@ -223,9 +255,13 @@ impl Runtime {
             pagemap,
             last_aging: Mutex::new(None),
             zeros: vec![0u8; cfg.evict_folio_pages * PAGE_SIZE],
+            last_sweep: Mutex::new(None),
             uffd,
             swap,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                shared,
+                ..State::default()
+            }),
             high_pages: cfg.high_bytes / PAGE_SIZE,
             cfg,
             stop: AtomicBool::new(false),
@@ -336,6 +372,13 @@ impl Runtime {
         }
     }
 
+    /// Stops counting this process's pages in a shared limit (at exit).
+    pub fn leave_shared_limit(&self) {
+        if let Some(s) = &self.inner.state.lock().shared {
+            s.leave();
+        }
+    }
+
     /// Evicts up to `n` of the oldest resident pages now; returns how many.
     pub fn reclaim(&self, n: usize) -> usize {
         self.inner.evict(n)
@@ -426,7 +469,7 @@ impl Region {
                 .iter()
                 .filter(|p| **p == PageState::Resident)
                 .count();
-            st.resident -= resident;
+            st.add_resident(-(resident as isize));
         }
         drop(st);
         std::mem::forget(self);
@@ -445,7 +488,7 @@ impl Drop for Region {
                 .iter()
                 .filter(|p| **p == PageState::Resident)
                 .count();
-            st.resident -= resident;
+            st.add_resident(-(resident as isize));
             drop(st);
             for p in &data.pages {
                 if let PageState::Swapped(slot) = p {
@@ -667,7 +710,7 @@ impl Inner {
                         region.pages[i] = PageState::Resident;
                     }
                     st.lru.extend((first..=last).map(|i| (base, i)));
-                    st.resident += last - first + 1;
+                    st.add_resident((last - first + 1) as isize);
                     zero_run = Some((base + first * PAGE_SIZE, last - first + 1));
                     (None, Vec::new())
                 }
@@ -817,7 +860,7 @@ impl Inner {
         for &i in &installed {
             st.lru.push_back((base, i));
         }
-        st.resident += installed.len();
+        st.add_resident(installed.len() as isize);
     }
 
     fn install(&self, page: usize, data: &[u8]) {
@@ -837,8 +880,8 @@ impl Inner {
     }
 
     fn maybe_reclaim(&self) {
-        let resident = self.state.lock().resident;
-        if resident > self.high_pages {
+        let charged = self.state.lock().charged();
+        if charged > self.high_pages {
             let (flag, cv) = &self.wake_reclaim;
             *flag.lock() = true;
             cv.notify_one();
@@ -846,11 +889,23 @@ impl Inner {
         // Far over the limit: reclaim here until back under it (direct
         // reclaim). Faults wait meanwhile: memory.high's throttling.
         let ceiling = self.high_pages + self.high_pages / 4 + self.cfg.reclaim_batch;
-        while self.state.lock().resident > ceiling {
+        while self.state.lock().charged() > ceiling {
             bump(&self.counters.direct_reclaims, 1);
             if self.evict(self.cfg.reclaim_batch) == 0 {
                 break;
             }
+        }
+    }
+
+    /// Clears the shared limit's slots of dead processes, every 100 ms.
+    fn sweep_shared(&self) {
+        let Some(shared) = self.state.lock().shared.clone() else {
+            return;
+        };
+        let mut last = self.last_sweep.lock();
+        if last.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+            *last = Some(Instant::now());
+            shared.sweep();
         }
     }
 
@@ -864,7 +919,9 @@ impl Inner {
                 }
                 *f = false;
             }
-            while !self.stop.load(Ordering::Acquire) && self.state.lock().resident > self.high_pages
+            self.sweep_shared();
+            while !self.stop.load(Ordering::Acquire)
+                && self.state.lock().charged() > self.high_pages
             {
                 if self.evict(self.cfg.reclaim_batch) == 0 {
                     break;
@@ -980,7 +1037,7 @@ impl Inner {
                 region.armed[first + k] = false;
                 region.referenced[first + k] = 0;
             }
-            st.resident -= len;
+            st.add_resident(-(len as isize));
             st.evictions += len as u64;
         }
         bump(&self.counters.evicted_pages, len);

@@ -19,13 +19,15 @@ pub mod env {
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
+    /// File of a limit shared by the processes of one run.
+    pub const SHARED_LIMIT: &str = "UZSWAP_SHARED_LIMIT";
     /// Folder where each process writes its final counters at exit
     /// (`PID.stats`).
     pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
     /// Folder of the live-stats sockets (`uzswap stats PID`).
     pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
     /// Every variable above, for clearing and listing.
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 13] = [
         LIMIT,
         COMPRESSOR,
         BACKEND,
@@ -36,6 +38,7 @@ pub mod env {
         SWAPFILE_DIR,
         SWAPFILE_SIZE,
         TRACK_WRITES,
+        SHARED_LIMIT,
         STATS_DIR,
         RUN_DIR,
     ];
@@ -68,6 +71,9 @@ pub struct Settings {
     pub swapfile_bytes: usize,
     /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
     pub track_writes: bool,
+    /// The limit applies to all processes mapping this file together
+    /// ([`crate::shared`]); `None`: to this process alone.
+    pub shared_limit: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -83,6 +89,7 @@ impl Default for Settings {
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
             track_writes: true,
+            shared_limit: None,
         }
     }
 }
@@ -176,6 +183,9 @@ impl Settings {
             s.swapfile_bytes =
                 parse_size(&v).ok_or_else(|| bad(env::SWAPFILE_SIZE, &v, "a size such as 4G"))?;
         }
+        if let Some(v) = get(env::SHARED_LIMIT) {
+            s.shared_limit = Some(PathBuf::from(v));
+        }
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
         }
@@ -238,7 +248,7 @@ impl Settings {
 
     /// The variables that carry these settings (every one, explicitly).
     pub fn to_vars(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut vars = vec![
             (env::LIMIT, format_size(self.limit_bytes)),
             (env::COMPRESSOR, self.compressor.to_string()),
             (
@@ -257,7 +267,11 @@ impl Settings {
             (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
-        ]
+        ];
+        if let Some(p) = &self.shared_limit {
+            vars.push((env::SHARED_LIMIT, p.display().to_string()));
+        }
+        vars
     }
 
     /// The runtime configuration these settings describe. The pool limit is
@@ -282,6 +296,7 @@ impl Settings {
             reclaim_batch: folio_pages.max(64),
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
+            shared_limit: self.shared_limit.clone(),
             ..RuntimeConfig::default()
         }
     }
@@ -339,6 +354,7 @@ mod tests {
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
             track_writes: false,
+            shared_limit: Some("/dev/shm/x".into()),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();

@@ -279,3 +279,50 @@ fn write_tracking_keeps_the_hot_set_resident() {
         "write tracking should at least halve the hot set's refaults: {tracked} vs {untracked}"
     );
 }
+
+#[test]
+fn two_runtimes_share_one_limit() {
+    let path = std::env::temp_dir().join(format!("uzswap-shared-test-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let cfg = || RuntimeConfig {
+        shared_limit: Some(path.clone()),
+        ..config(256)
+    };
+    let a = Runtime::new(cfg()).unwrap();
+    let b = Runtime::new(cfg()).unwrap();
+    let npages = 512;
+    let ra = a.alloc(npages * PAGE).unwrap();
+    let rb = b.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses each region here.
+    let (ma, mb) = unsafe { (ra.as_mut_slice(), rb.as_mut_slice()) };
+    for i in 0..npages {
+        fill(&mut ma[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    let a_evicted_alone = a.stats().evicted_pages;
+    for i in 0..npages {
+        fill(&mut mb[i * PAGE..(i + 1) * PAGE], i, 2);
+    }
+    // Let the reclaimers settle under the shared limit.
+    for _ in 0..100 {
+        if a.stats().resident_pages + b.stats().resident_pages <= 256 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (sa, sb) = (a.stats(), b.stats());
+    assert!(
+        sa.resident_pages + sb.resident_pages <= 256 + 64 + 2 * 32,
+        "together under the shared limit: {sa:?} {sb:?}"
+    );
+    // B's pages pushed A's out: the limit is one for both.
+    assert!(sa.evicted_pages > a_evicted_alone, "{sa:?}");
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        fill(&mut expect, i, 1);
+        assert!(ma[i * PAGE..(i + 1) * PAGE] == expect[..], "a page {i}");
+        fill(&mut expect, i, 2);
+        assert!(mb[i * PAGE..(i + 1) * PAGE] == expect[..], "b page {i}");
+    }
+    drop((ra, rb, a, b));
+    let _ = std::fs::remove_file(&path);
+}

@@ -1,9 +1,9 @@
 //! The seeds' usemem30 experiment, scaled to the machine: N processes each
 //! map and write S bytes of realistic content (`uzswap-usemem`, optionally
 //! reading it back), under a memory limit smaller than their footprint.
-//! Under uzswap each process runs with the LD_PRELOAD library and an equal
-//! share of the limit; under the kernel ([`crate::kernel`]) the processes
-//! share a memcg. The table has the seeds' rows: total and average
+//! Under uzswap the processes run with the LD_PRELOAD library and share one
+//! limit (as `uzswap run` has them); under the kernel ([`crate::kernel`])
+//! they share a memcg. The table has the seeds' rows: total and average
 //! throughput, elapsed, sys time, zswpout/zswpin, pswpout/pswpin, rejects,
 //! pool size.
 
@@ -197,8 +197,15 @@ pub(crate) fn run_workers(
             .lines()
             .find(|l| l.starts_with("usemem "))
             .ok_or_else(|| {
+                use std::os::unix::process::ExitStatusExt;
+                let hint = if status.signal() == Some(libc::SIGKILL) {
+                    " (killed: under the kernel most likely by the memcg's OOM killer, see \
+                     dmesg; the limit is too tight for this footprint, try a larger --limit)"
+                } else {
+                    ""
+                };
                 BenchError::Params(format!(
-                    "a worker exited with {status} without reporting (output: {out:?})"
+                    "a worker exited with {status} without reporting{hint} (output: {out:?})"
                 ))
             })?;
         let field = |name: &str| {
@@ -222,20 +229,17 @@ pub(crate) fn run_workers(
     })
 }
 
-/// Runs the workload under uzswap: each process with the library and
-/// `1/procs` of `settings.limit_bytes`.
+/// Runs the workload under uzswap: the processes with the library, sharing
+/// `settings.limit_bytes` as `uzswap run` has them do.
 pub fn run_uzswap(
     w: &Workload,
     settings: &Settings,
     library: &Path,
 ) -> Result<Measured, BenchError> {
-    let per_proc = Settings {
-        limit_bytes: (settings.limit_bytes / w.procs.max(1)).max(64 << 10),
-        ..settings.clone()
-    };
     launch::check_userfaultfd()?;
     let job = Launch {
-        settings: per_proc,
+        share_limit: true,
+        settings: settings.clone(),
         library: library.to_path_buf(),
         command: std::iter::once(w.worker.display().to_string())
             .chain(w.args())

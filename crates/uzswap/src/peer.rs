@@ -18,10 +18,10 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 4)]
     pub procs: usize,
     /// Bytes each process writes.
-    #[arg(long, default_value = "512M", value_parser = size_arg)]
+    #[arg(long, default_value = "256M", value_parser = size_arg)]
     pub size: usize,
     /// Memory limit all processes share (memcg memory.high's role).
-    #[arg(long, default_value = "256M", value_parser = size_arg)]
+    #[arg(long, default_value = "512M", value_parser = size_arg)]
     pub limit: usize,
     /// Skip reading the memory back and checking every page.
     #[arg(long)]
@@ -160,10 +160,9 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
     progress.finish();
     let rows = medians(runs);
     println!(
-        "usemem{} under uzswap: {}; each process runs with 1/{} of the limit",
+        "usemem{} under uzswap: {}",
         a.workload.procs,
         a.workload.describe(),
-        a.workload.procs
     );
     println!("{}", usemem30::table(&rows, &[]));
     draw(
@@ -269,11 +268,10 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         })
         .collect();
     println!(
-        "usemem{}: {}, {} folios; uzswap: each process with 1/{} of the limit; kernel: one memcg; median of {reps} runs",
+        "usemem{}: {}, {} folios; uzswap: one limit shared by the processes, kernel: one memcg; median of {reps} runs",
         a.workload.procs,
         a.workload.describe(),
         format_size(a.folio),
-        a.workload.procs
     );
     println!("{}", usemem30::table(&rows, &[]));
     println!("throughput, uzswap / kernel zswap (goal >= 1.2x): total (seeds' metric), aggregate");

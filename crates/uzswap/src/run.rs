@@ -44,6 +44,10 @@ pub struct RuntimeArgs {
     /// refault activation only).
     #[arg(long)]
     pub no_track_writes: bool,
+    /// Give each process of the run its own limit, instead of one limit
+    /// for all of them together (as one memcg).
+    #[arg(long)]
+    pub per_process_limit: bool,
 }
 
 impl RuntimeArgs {
@@ -62,6 +66,7 @@ impl RuntimeArgs {
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
             track_writes: !self.no_track_writes,
+            shared_limit: None,
         };
         s.validate().map_err(|e| {
             format!(
@@ -174,6 +179,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         settings: settings.clone(),
         library,
         command: a.command.clone(),
+        share_limit: !a.runtime.per_process_limit,
     };
     if !a.quiet {
         eprintln!(

@@ -276,3 +276,14 @@ fn exit_codes_pass_through_and_bad_settings_are_named() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn the_processes_of_a_run_share_its_limit() {
+    let script = format!("{MEMCHECK} --mib 4 --threads 2 & {MEMCHECK} --mib 4 --threads 2 & wait");
+    let (out, f) = run(&["--limit", "4M"], &["sh", "-c", &script], "shared");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).matches("uzswap-memcheck: ok").count(), 2);
+    assert_eq!(f["processes"], 2, "{f:?}");
+    // 16 MiB written in all against 4 MiB for both: pages went out.
+    assert!(f["evicted_pages"] > 2 * 1024, "{f:?}");
+}

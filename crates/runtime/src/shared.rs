@@ -1,0 +1,185 @@
+//! A resident limit shared by several processes (`uzswap run` and its
+//! children), as one memcg is: a small file mapped by every runtime of the
+//! run, with one slot per process holding its pid and its resident pages.
+//! Reclaim compares the sum of the live slots with the limit; each process
+//! then evicts from its own pages. A process that dies without clearing
+//! its slot is found by a liveness check (`kill(pid, 0)`) and swept.
+
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Processes one shared limit can hold.
+pub const SLOTS: usize = 512;
+
+#[repr(C)]
+struct Slot {
+    pid: AtomicU32,
+    _pad: u32,
+    resident: AtomicU64,
+}
+
+const FILE_BYTES: usize = SLOTS * std::mem::size_of::<Slot>();
+
+/// This process's view of a shared limit file.
+#[derive(Debug)]
+pub struct SharedLimit {
+    base: *mut Slot,
+    mine: usize,
+    pid: u32,
+}
+
+// SAFETY: the mapping is shared memory accessed only through atomics; the
+// pointer stays valid until drop.
+unsafe impl Send for SharedLimit {}
+// SAFETY: as above.
+unsafe impl Sync for SharedLimit {}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 checks existence and permission, delivers nothing.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl SharedLimit {
+    /// Maps `path` (created and sized if needed) and claims a slot.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        if (file.metadata()?.len() as usize) < FILE_BYTES {
+            file.set_len(FILE_BYTES as u64)?;
+        }
+        // SAFETY: a shared mapping of the file's first FILE_BYTES bytes,
+        // which exist; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                FILE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let pid = std::process::id();
+        let mut shared = SharedLimit {
+            base: ptr as *mut Slot,
+            mine: usize::MAX,
+            pid,
+        };
+        for i in 0..SLOTS {
+            let slot = shared.slot(i);
+            let owner = slot.pid.load(Ordering::Acquire);
+            if (owner == 0 || (owner != pid && !alive(owner)))
+                && slot
+                    .pid
+                    .compare_exchange(owner, pid, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                slot.resident.store(0, Ordering::Release);
+                shared.mine = i;
+                return Ok(shared);
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "{}: all {SLOTS} process slots are taken",
+            path.display()
+        )))
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < SLOTS);
+        // SAFETY: `i < SLOTS` and the mapping holds SLOTS slots for as long
+        // as `self` lives; slots are only accessed through atomics.
+        unsafe { &*self.base.add(i) }
+    }
+
+    /// Records this process's resident pages.
+    pub fn publish(&self, pages: usize) {
+        self.slot(self.mine)
+            .resident
+            .store(pages as u64, Ordering::Relaxed);
+    }
+
+    /// Resident pages of every process of the limit.
+    pub fn total(&self) -> usize {
+        (0..SLOTS)
+            .map(|i| self.slot(i))
+            .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
+            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
+            .sum()
+    }
+
+    /// Clears the slots of processes that died without clearing them.
+    pub fn sweep(&self) {
+        for i in (0..SLOTS).filter(|&i| i != self.mine) {
+            let slot = self.slot(i);
+            let owner = slot.pid.load(Ordering::Acquire);
+            if owner != 0 && !alive(owner) {
+                slot.resident.store(0, Ordering::Release);
+                let _ = slot
+                    .pid
+                    .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Gives the slot up (at exit: this process's pages no longer count).
+    pub fn leave(&self) {
+        let slot = self.slot(self.mine);
+        slot.resident.store(0, Ordering::Release);
+        let _ = slot
+            .pid
+            .compare_exchange(self.pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+impl Drop for SharedLimit {
+    fn drop(&mut self) {
+        self.leave();
+        // SAFETY: unmapping the mapping made in `open`; no reference to it
+        // outlives `self`.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, FILE_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_add_up_and_dead_ones_are_swept() {
+        let path = std::env::temp_dir().join(format!("uzswap-shared-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let a = SharedLimit::open(&path).unwrap();
+        a.publish(100);
+        // A second view in this process stands for another process.
+        let b = SharedLimit::open(&path).unwrap();
+        assert_ne!(a.mine, b.mine);
+        b.publish(50);
+        assert_eq!(a.total(), 150);
+        assert_eq!(b.total(), 150);
+        b.leave();
+        assert_eq!(a.total(), 100);
+        // A slot of a dead process: found and cleared.
+        let dead = b.slot(7);
+        dead.pid.store(u32::MAX - 1, Ordering::Relaxed); // no such pid
+        dead.resident.store(1000, Ordering::Relaxed);
+        assert_eq!(a.total(), 1100);
+        a.sweep();
+        assert_eq!(a.total(), 100);
+        drop(a);
+        drop(b);
+        let c = SharedLimit::open(&path).unwrap();
+        assert_eq!(c.total(), 0);
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -258,7 +258,7 @@ fn default_job() -> Result<(), BenchError> {
         workload: peer::WorkloadArgs {
             procs: 2,
             size: 96 << 20,
-            limit: 96 << 20,
+            limit: Some(96 << 20),
             no_read_back: false,
             hold_ms: 0,
             plot: None,

@@ -14,15 +14,17 @@ use uzswap_bench::{BenchError, Progress};
 /// The workload, as flags.
 #[derive(Args, Debug, Clone)]
 pub struct WorkloadArgs {
-    /// Processes, each mapping and writing its own memory.
-    #[arg(long, default_value_t = 4)]
+    /// Processes, each mapping and writing its own memory (default: one
+    /// per CPU, so that no process runs alone while others wait).
+    #[arg(long, default_value_t = default_procs())]
     pub procs: usize,
     /// Bytes each process writes.
-    #[arg(long, default_value = "256M", value_parser = size_arg)]
-    pub size: usize,
-    /// Memory limit all processes share (memcg memory.high's role).
     #[arg(long, default_value = "512M", value_parser = size_arg)]
-    pub limit: usize,
+    pub size: usize,
+    /// Memory limit all processes share (memcg memory.high's role);
+    /// default: half the footprint.
+    #[arg(long, value_parser = size_arg)]
+    pub limit: Option<usize>,
     /// Skip reading the memory back and checking every page.
     #[arg(long)]
     pub no_read_back: bool,
@@ -41,7 +43,15 @@ pub struct WorkloadArgs {
     pub reps: usize,
 }
 
+fn default_procs() -> usize {
+    std::thread::available_parallelism().map_or(2, usize::from)
+}
+
 impl WorkloadArgs {
+    fn limit(&self) -> usize {
+        self.limit.unwrap_or(self.procs * self.size / 2)
+    }
+
     fn workload(&self) -> Result<Workload, BenchError> {
         if self.procs == 0 || self.size < 4096 || self.reps == 0 {
             return Err(BenchError::Params(
@@ -63,7 +73,7 @@ impl WorkloadArgs {
             "{} processes x {}, limit {} shared{}",
             self.procs,
             format_size(self.size),
-            format_size(self.limit),
+            format_size(self.limit()),
             if self.no_read_back {
                 ""
             } else {
@@ -108,7 +118,7 @@ fn library() -> Result<PathBuf, BenchError> {
 fn bar(m: &Measured) -> Bar {
     Bar {
         label: m.label(),
-        value: m.total_kbs,
+        value: m.aggregate_kbs,
         group: m.system.to_string(),
     }
 }
@@ -118,7 +128,8 @@ fn draw(path: Option<PathBuf>, title: &str, rows: &[Measured]) {
         return;
     };
     let bars: Vec<Bar> = rows.iter().map(bar).collect();
-    match plot::bars(&path, title, "total write throughput, KB/s", &bars) {
+    let unit = "aggregate write throughput, KB/s (all bytes over the longest write phase)";
+    match plot::bars(&path, title, unit, &bars) {
         Ok(()) => println!("chart: {}", path.display()),
         Err(e) => eprintln!("uzswap: no chart: {e}"),
     }
@@ -137,7 +148,7 @@ fn check_verified(rows: &[Measured]) -> Result<(), BenchError> {
 pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
     let params = usemem30::UsememParams {
         workload: a.workload.workload()?,
-        limit_bytes: a.workload.limit,
+        limit_bytes: a.workload.limit(),
         compressors: a.compressors.clone(),
         folios: a.folios.clone(),
         parallel: a.parallel,
@@ -217,7 +228,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
     for c in &a.compressors {
         // Side by side: uzswap, then the kernel, for each compressor.
         let settings = Settings {
-            limit_bytes: a.workload.limit,
+            limit_bytes: a.workload.limit(),
             compressor: c.parse().map_err(|e| BenchError::Params(format!("{e}")))?,
             folio_bytes: a.folio,
             parallel: a.parallel,
@@ -246,7 +257,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         for (i, (name, cfg)) in configs.iter().enumerate() {
             let m = match cfg {
                 PeerRun::Uzswap(s) => usemem30::run_uzswap(&w, s, &library)?,
-                PeerRun::Kernel(k) => kernel::run_kernel(&w, k, a.workload.limit, a.folio)?,
+                PeerRun::Kernel(k) => kernel::run_kernel(&w, k, a.workload.limit(), a.folio)?,
             };
             runs[i].push(m);
             progress.step(&format!("{name}, run {}", rep + 1));

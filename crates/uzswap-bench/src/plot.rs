@@ -203,3 +203,89 @@ mod tests {
         assert!(bars(&path, "empty", "KB/s", &[]).is_err());
     }
 }
+
+/// Charts of the other experiments' reports.
+pub mod charts {
+    use super::Bar;
+    use crate::compression::CompressReport;
+    use crate::readahead::ReadaheadRow;
+    use crate::store::StoreRow;
+    use crate::zsfree::ZsFreeReport;
+
+    fn bar(label: String, value: f64, group: &str) -> Bar {
+        Bar {
+            label,
+            value,
+            group: group.to_string(),
+        }
+    }
+
+    /// Free-phase time per thread count, Base and Patched (ms).
+    pub fn zsfree(r: &ZsFreeReport) -> Vec<Bar> {
+        r.rows
+            .iter()
+            .flat_map(|row| {
+                [
+                    bar(
+                        format!("{} threads, Base", row.threads),
+                        row.base.as_secs_f64() * 1e3,
+                        "Base (pool lock)",
+                    ),
+                    bar(
+                        format!("{} threads, Patched", row.threads),
+                        row.patched.as_secs_f64() * 1e3,
+                        "Patched (seed 001)",
+                    ),
+                ]
+            })
+            .collect()
+    }
+
+    /// Store-pattern GB/s per compressor, sequential and batched.
+    pub fn compress(r: &CompressReport) -> Vec<Bar> {
+        r.batching
+            .iter()
+            .flat_map(|row| {
+                [
+                    bar(
+                        format!("{} sequential", row.algorithm),
+                        row.sequential_gbps,
+                        "sequential",
+                    ),
+                    bar(
+                        format!("{} batched", row.algorithm),
+                        row.parallel_gbps,
+                        "batched",
+                    ),
+                ]
+            })
+            .collect()
+    }
+
+    /// zswap store GB/s per compressor and backend, per page and batched.
+    pub fn store(rows: &[StoreRow]) -> Vec<Bar> {
+        rows.iter()
+            .flat_map(|row| {
+                [
+                    bar(
+                        format!("{} {} per page", row.algorithm, row.backend),
+                        row.per_page_gbps,
+                        "per page",
+                    ),
+                    bar(
+                        format!("{} {} batched", row.algorithm, row.backend),
+                        row.batched_gbps,
+                        "batched (8)",
+                    ),
+                ]
+            })
+            .collect()
+    }
+
+    /// Pages read from zswap per readahead policy.
+    pub fn readahead(rows: &[ReadaheadRow]) -> Vec<Bar> {
+        rows.iter()
+            .map(|r| bar(r.label.to_string(), r.stats.zswpin as f64, r.label))
+            .collect()
+    }
+}

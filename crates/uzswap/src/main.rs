@@ -21,6 +21,41 @@ use uzswap_bench::{compression, density, readahead, store, usemem, zsfree, Bench
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Folder where benchmarks draw their PNG charts.
+    #[arg(long, global = true, default_value = "uzswap-plots")]
+    plot_dir: PathBuf,
+    /// Draw no charts.
+    #[arg(long, global = true)]
+    no_plot: bool,
+}
+
+/// Where charts go (`None`: none drawn); set once from the flags.
+static PLOT_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// Draws `bars` to `PLOT_DIR/name`, if charts are on; a failure is a
+/// warning, not an error (the table is the result).
+pub(crate) fn chart(name: &str, title: &str, unit: &str, bars: &[uzswap_bench::plot::Bar]) {
+    chart_at(plot_path(name), title, unit, bars);
+}
+
+/// The path of chart `name`, if charts are on.
+pub(crate) fn plot_path(name: &str) -> Option<PathBuf> {
+    PLOT_DIR.get().cloned().flatten().map(|d| d.join(name))
+}
+
+pub(crate) fn chart_at(
+    path: Option<PathBuf>,
+    title: &str,
+    unit: &str,
+    bars: &[uzswap_bench::plot::Bar],
+) {
+    let Some(path) = path else {
+        return;
+    };
+    match uzswap_bench::plot::bars(&path, title, unit, bars) {
+        Ok(()) => println!("chart: {}\n", path.display()),
+        Err(e) => eprintln!("uzswap: no chart: {e}"),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -208,6 +243,7 @@ struct DensityArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = PLOT_DIR.set((!cli.no_plot).then(|| cli.plot_dir.clone()));
     let result = match cli.command {
         Some(Command::Run(a)) => {
             return match run::run(&a) {
@@ -262,7 +298,6 @@ fn default_job() -> Result<(), BenchError> {
             no_read_back: false,
             hold_ms: 0,
             plot: None,
-            no_plot: false,
             reps: 1,
         },
         compressors: vec!["lz4".into(), "lzo-rle".into()],
@@ -311,6 +346,12 @@ fn bench_zsfree(a: &ZsFreeArgs) -> Result<(), BenchError> {
         println!("freed pages kept resident (no MADV_DONTNEED while timing)");
     }
     println!("{}\n", report.table());
+    chart(
+        "zsfree.png",
+        "seed 001: zs_free, all threads freeing at once",
+        "free phase, ms (lower is better)",
+        &uzswap_bench::plot::charts::zsfree(&report),
+    );
     Ok(())
 }
 
@@ -353,6 +394,12 @@ fn bench_compress(a: &CompressArgs) -> Result<(), BenchError> {
         compress::ZSWAP_MAX_BATCH_SIZE
     );
     println!("{}", report.batching_table());
+    chart(
+        "compress.png",
+        "seeds 003/004: zswap's store pattern, sequential vs batched",
+        "GB/s",
+        &uzswap_bench::plot::charts::compress(&report),
+    );
     Ok(())
 }
 
@@ -404,6 +451,12 @@ fn bench_store(a: &StoreArgs) -> Result<(), BenchError> {
         a.reps
     );
     println!("{}", store::table(&rows, a.folio_pages));
+    chart(
+        "store.png",
+        "seeds 000/003/004: zswap store, per page vs batched",
+        "GB/s",
+        &uzswap_bench::plot::charts::store(&rows),
+    );
     Ok(())
 }
 
@@ -424,6 +477,12 @@ fn bench_readahead(a: &ReadaheadArgs) -> Result<(), BenchError> {
         a.pages, a.resident, a.accesses, a.pool_percent, a.page_cluster
     );
     println!("{}", readahead::table(&rows));
+    chart(
+        "readahead.png",
+        "seed 002: pages read from zswap per readahead policy",
+        "zswpin (lower is better)",
+        &uzswap_bench::plot::charts::readahead(&rows),
+    );
     Ok(())
 }
 

@@ -5,9 +5,9 @@ use crate::run::size_arg;
 use clap::Args;
 use runtime::launch;
 use runtime::settings::{format_size, Settings};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use uzswap_bench::kernel::{self, KernelSwap};
-use uzswap_bench::plot::{self, Bar};
+use uzswap_bench::plot::Bar;
 use uzswap_bench::usemem30::{self, Measured, System, Workload};
 use uzswap_bench::{BenchError, Progress};
 
@@ -31,12 +31,9 @@ pub struct WorkloadArgs {
     /// Milliseconds each process keeps its memory after writing.
     #[arg(long, default_value_t = 0)]
     pub hold_ms: u64,
-    /// Where to draw the throughput chart (PNG).
+    /// Where to draw the throughput chart (PNG); default: in --plot-dir.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Draw no chart.
-    #[arg(long)]
-    pub no_plot: bool,
     /// Runs of each configuration, interleaved; the run with the median
     /// throughput is shown.
     #[arg(long, default_value_t = 1)]
@@ -83,15 +80,7 @@ impl WorkloadArgs {
     }
 
     fn plot_path(&self, default: &str) -> Option<PathBuf> {
-        if self.no_plot {
-            None
-        } else {
-            Some(
-                self.plot
-                    .clone()
-                    .unwrap_or_else(|| Path::new("uzswap-plots").join(default)),
-            )
-        }
+        self.plot.clone().or_else(|| crate::plot_path(default))
     }
 }
 
@@ -124,15 +113,9 @@ fn bar(m: &Measured) -> Bar {
 }
 
 fn draw(path: Option<PathBuf>, title: &str, rows: &[Measured]) {
-    let Some(path) = path else {
-        return;
-    };
     let bars: Vec<Bar> = rows.iter().map(bar).collect();
     let unit = "aggregate write throughput, KB/s (all bytes over the longest write phase)";
-    match plot::bars(&path, title, unit, &bars) {
-        Ok(()) => println!("chart: {}", path.display()),
-        Err(e) => eprintln!("uzswap: no chart: {e}"),
-    }
+    crate::chart_at(path, title, unit, &bars);
 }
 
 fn check_verified(rows: &[Measured]) -> Result<(), BenchError> {

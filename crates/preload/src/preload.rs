@@ -69,10 +69,7 @@ impl Drop for Busy {
 /// Enters a hook that may use the runtime: `None` when the call must pass
 /// through (nested call, runtime thread, forked child).
 pub fn enter() -> Option<Busy> {
-    if FORKED.load(Ordering::Relaxed) || BUSY.with(Cell::get) || is_runtime_thread() {
-        return None;
-    }
-    Some(force_busy())
+    (!passes_through()).then(force_busy)
 }
 
 /// Marks the thread busy whoever it is (for work on a region found in the

@@ -118,7 +118,8 @@ pub struct Launch {
     pub share_limit: bool,
 }
 
-fn children_cpu() -> (Duration, Duration) {
+/// User and system CPU time of this process's waited-for children so far.
+pub fn children_cpu() -> (Duration, Duration) {
     // SAFETY: an all-zero rusage is a valid value to be overwritten.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid rusage to fill.
@@ -155,15 +156,7 @@ impl Launch {
     pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
         self.settings.validate()?;
         check_userfaultfd()?;
-        let dir = std::env::temp_dir().join(format!(
-            "uzswap-run-{}-{}",
-            std::process::id(),
-            unique_suffix()
-        ));
-        std::fs::create_dir_all(&dir).map_err(|source| LaunchError::StatsDir {
-            path: dir.clone(),
-            source,
-        })?;
+        let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.command(&dir)?;
         let (user0, sys0) = children_cpu();
         let start = Instant::now();
@@ -190,10 +183,18 @@ impl Launch {
     }
 }
 
-fn unique_suffix() -> u64 {
-    std::time::SystemTime::now()
+/// A fresh folder for a run's per-process counters (and its shared-limit
+/// file): `TMPDIR/PREFIX-PID-NANOS`. The caller removes it.
+pub fn new_stats_dir(prefix: &str) -> Result<PathBuf, LaunchError> {
+    let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|source| LaunchError::StatsDir {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
 }
 
 /// Every `PID.stats` in `dir`, by pid.

@@ -107,6 +107,19 @@ impl State {
         }
     }
 
+    /// Removes the region at `base` from the books, its resident pages no
+    /// longer counted; returns its record.
+    fn forget_region(&mut self, base: usize) -> Option<RegionData> {
+        let data = self.regions.remove(&base)?;
+        let resident = data
+            .pages
+            .iter()
+            .filter(|p| **p == PageState::Resident)
+            .count();
+        self.add_resident(-(resident as isize));
+        Some(data)
+    }
+
     /// The pages the limit applies to: ours, or all processes' of a shared
     /// limit.
     fn charged(&self) -> usize {
@@ -462,16 +475,7 @@ impl Region {
     pub fn into_plain(self) -> (usize, usize) {
         let (base, len) = (self.base, self.len);
         self.inner.release_region(base);
-        let mut st = self.inner.state.lock();
-        if let Some(data) = st.regions.remove(&base) {
-            let resident = data
-                .pages
-                .iter()
-                .filter(|p| **p == PageState::Resident)
-                .count();
-            st.add_resident(-(resident as isize));
-        }
-        drop(st);
+        self.inner.state.lock().forget_region(base);
         std::mem::forget(self);
         (base, len)
     }
@@ -482,13 +486,7 @@ impl Drop for Region {
         // No eviction or swap-in of this region may be in flight: their
         // ioctls and madvise must not outlive the mapping.
         let mut st = self.inner.quiesce(self.base);
-        if let Some(data) = st.regions.remove(&self.base) {
-            let resident = data
-                .pages
-                .iter()
-                .filter(|p| **p == PageState::Resident)
-                .count();
-            st.add_resident(-(resident as isize));
+        if let Some(data) = st.forget_region(self.base) {
             drop(st);
             for p in &data.pages {
                 if let PageState::Swapped(slot) = p {
@@ -618,7 +616,6 @@ impl Inner {
         let _ = self
             .uffd
             .remove_write_protection(page as *mut libc::c_void, PAGE_SIZE, true);
-        drop(st);
     }
 
     /// One aging pass, at most every `aging_interval`: the pages of each

@@ -132,22 +132,13 @@ pub(crate) struct WorkerRun {
     pub verified: bool,
 }
 
-fn children_cpu() -> (Duration, Duration) {
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid rusage to fill.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
-}
-
 /// Starts every command at once, calls `tick` with the running pids about
 /// every 50 ms until all have exited, and parses their `usemem` lines.
 pub(crate) fn run_workers(
     commands: Vec<Command>,
     mut tick: impl FnMut(&[u32]),
 ) -> Result<WorkerRun, BenchError> {
-    let (user0, sys0) = children_cpu();
+    let (user0, sys0) = launch::children_cpu();
     let start = Instant::now();
     let mut children: Vec<Child> = Vec::new();
     for mut c in commands {
@@ -182,7 +173,7 @@ pub(crate) fn run_workers(
         }
     }
     let elapsed = start.elapsed();
-    let (user1, sys1) = children_cpu();
+    let (user1, sys1) = launch::children_cpu();
     let mut total_kbs = 0.0;
     let mut bytes = 0u64;
     let mut longest_us = 0u64;
@@ -245,11 +236,8 @@ pub fn run_uzswap(
             .chain(w.args())
             .collect(),
     };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("uzswap-usemem-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Params(e.to_string()))?;
+    let dir =
+        launch::new_stats_dir("uzswap-usemem").map_err(|e| BenchError::Params(e.to_string()))?;
     let commands = (0..w.procs)
         .map(|_| job.command(&dir))
         .collect::<Result<Vec<_>, _>>()

@@ -61,10 +61,10 @@ pub fn find_library(exe: &Path) -> Result<PathBuf, LaunchError> {
         })
 }
 
-/// Checks that this user may create the userfaultfd the runtime needs
-/// (UFFD_USER_MODE_ONLY, write-protect support).
-pub fn check_userfaultfd() -> Result<(), crate::RuntimeError> {
-    crate::uffd::open().map(drop)
+/// Checks that this user may create the userfaultfd the runtime needs;
+/// returns the mode the program's runtimes will get.
+pub fn check_userfaultfd(user_mode_only: bool) -> Result<crate::FaultMode, crate::RuntimeError> {
+    crate::uffd::open(user_mode_only).map(|(_, mode)| mode)
 }
 
 /// The counters one process wrote at exit.
@@ -155,7 +155,7 @@ impl Launch {
     /// gathers every process's counters. `on_start` gets the child's pid.
     pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
         self.settings.validate()?;
-        check_userfaultfd()?;
+        check_userfaultfd(self.settings.user_mode_only)?;
         let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.command(&dir)?;
         let (user0, sys0) = children_cpu();

@@ -1,88 +1,90 @@
 //! # runtime — page real programs' memory through uzswap (userfaultfd)
 //!
-//! A [`Runtime`] hands out [`Region`]s: anonymous mappings registered with
-//! userfaultfd in missing and write-protect modes. Each region's pages live
-//! either in memory or in the [`zswap::Swap`] store. A resident-page limit
-//! (memcg `memory.high`'s role) makes a reclaim thread evict the oldest
-//! pages, kswapd-style. Past 125% of the limit (plus one reclaim batch) the
-//! fault handler reclaims directly until back under it, holding faults
-//! meanwhile: resident memory stays below that ceiling plus one fault's
-//! pages.
+//! A [`Runtime`] hands out [`Region`]s: anonymous memory carved from one
+//! virtual-address arena ([`arena`]) and registered with a userfaultfd in
+//! missing and write-protect modes. Each region page lives either in memory
+//! or in the [`zswap::Swap`] store. A resident limit (memcg `memory.high`'s
+//! role) makes a reclaim thread evict the oldest pages, kswapd-style; a
+//! fault that finds residency past 125% of the limit (plus one reclaim
+//! batch) waits until reclaim has caught up.
 //!
-//! ## The evict-vs-fault protocol
+//! ## Where things are
 //!
-//! Eviction of a run of resident pages (up to `evict_folio_pages`):
-//! 1. mark them `Evicting` (under the state lock), write-protect the run:
-//!    from now on writers block in a write-protect fault, readers proceed;
-//! 2. copy the run out (its bytes are stable) and `swap_out` it;
-//! 3. `MADV_DONTNEED` the run, then mark it `Swapped(slot)`: a fault in
-//!    between finds `Evicting` and is woken to retry, so the handler never
-//!    sees `Swapped` for a page that is still mapped;
-//! 4. remove the write protection and wake the blocked writers: they retry,
-//!    take a missing fault, and the handler installs the page again
-//!    (`UFFDIO_COPY`) before their write lands.
+//! * [`protocol`]: **the page-state machine** — every page state, every
+//!   transition, and the order of kernel calls around each, as small step
+//!   machines: missing faults (first touch, swap-in with fault-around),
+//!   write-protect faults, eviction, aging (write tracking), pins for
+//!   system calls, region release. Its module docs state the invariants.
+//!   The exhaustive model checker (`model.rs`, tests) runs these same
+//!   functions against a model kernel, in every interleaving.
+//! * `fault.rs`: the fault loop (plumbing: events in, operations run).
+//! * `reclaim.rs`: the reclaim thread, throttling, when aging runs.
+//! * `region.rs`: the region API ([`Runtime::alloc`], drop,
+//!   [`Region::into_plain`]) and pins ([`Runtime::pin`]).
+//! * `env.rs`: the real environment — userfaultfd ioctls, `madvise`,
+//!   `PAGEMAP_SCAN`, the swap store.
+//! * `uffd.rs`: opening the userfaultfd in the strongest [`FaultMode`]
+//!   this process may have.
+//! * `fatal.rs`: how the runtime dies: a panic or an unrecoverable error in
+//!   any runtime thread ends the program at once, with a message and exit
+//!   code 71, rather than leave it blocked in a fault nobody serves.
 //!
-//! A failed `swap_out` (pool full with writeback off, I/O error) undoes
-//! step 1: the pages stay resident and nothing is lost.
+//! ## Invariants of the runtime (beyond the protocol's)
 //!
-//! Missing faults: `Untouched` → `UFFDIO_ZEROPAGE`; `Swapped(slot)` →
-//! `swap_in_around` (fault-around over the region's neighbouring swapped
-//! pages), `UFFDIO_COPY` each page. A fault on a page that is already
-//! `Resident` (installed by fault-around meanwhile) just wakes the thread.
-//!
-//! ## Victim choice: an approximate LRU
-//!
-//! Resident pages queue in fault order. Reclaim takes them from the head,
-//! but passes over (and requeues) a page that
-//! - refaulted within the workingset: evicted less than a limit's worth of
-//!   evictions ago (shadow entries, `workingset_refault`/`_activate`), or
-//! - was written since the last aging pass. Aging, at most every
-//!   `aging_interval` before reclaim, asks `PAGEMAP_SCAN` (Linux 6.7+)
-//!   which resident pages of each region lost their write protection, gives
-//!   them two reprieves, and write-protects the region again (one
-//!   `UFFDIO_WRITEPROTECT`). A write to a protected page is a
-//!   write-protect fault: the handler removes the protection (holding the
-//!   state lock, unless the page is `Evicting`) and wakes the writer.
-//!   Reads are not seen: user space has no accessed bit. The asynchronous
-//!   write-protect mode (`UFFD_FEATURE_WP_ASYNC`) would spare those faults
-//!   but cannot be used: it applies to the whole userfaultfd, and eviction
-//!   relies on writers blocking while a run is copied out.
-//!
-//! ## Invariants
-//!
-//! 1. A page is in exactly one state; only the state lock changes it.
-//! 2. A `Swapped` page is unmapped, and its bytes are the stored copy.
-//! 3. No thread ever writes a page between step 2's copy and step 4.
+//! 1. Runtime threads never fault on a region page, except the evictor on
+//!    its own victim discarded behind its back (served with zeros). The
+//!    fault handler checks the faulting thread's id and ends the program
+//!    otherwise: with kernel faults handled, a runtime thread faulting
+//!    inside a system call would wait for itself.
+//! 2. The fault handler never evicts; it only waits for the reclaimer.
+//! 3. Every system call the runtime makes on region memory goes to the
+//!    kernel directly ([`sys`]), never through the symbols the LD_PRELOAD
+//!    library interposes, and its result is checked: a kernel call of the
+//!    protocol that fails unexpectedly is fatal, never ignored.
 //!
 //! ## Lock order
 //!
-//! state lock → (nothing): compression, I/O and ioctls run unlocked, except
-//! the handler's un-protect of a write-tracking fault, which must happen
-//! while no eviction of that page can start (the model's
-//! `UnprotectUnlocked` variant shows the lost write otherwise).
+//! reclaim progress → state lock. The state lock is the protocol's only
+//! lock (see [`protocol`]); compression, I/O and ioctls run without it,
+//! except the write-tracking un-protect.
 
+pub mod arena;
+mod counters;
+mod env;
+pub mod fatal;
+mod fault;
 pub mod launch;
-mod pagemap;
 #[cfg(test)]
-mod protocol_model;
+mod model;
+mod pagemap;
+pub mod protocol;
+mod reclaim;
+mod region;
 pub mod report;
 mod runtime;
 pub mod settings;
 pub mod shared;
+mod sys;
 mod uffd;
+mod wakeup;
 
-pub use runtime::{Region, Runtime, RuntimeConfig, RuntimeStats};
+pub use counters::RuntimeStats;
+pub use region::{PinGuard, Region};
+pub use runtime::{InjectPanic, Runtime, RuntimeConfig};
 pub use settings::Settings;
+pub use uffd::FaultMode;
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     #[error("userfaultfd is not available: {0} (needs Linux 5.11+ with UFFD_USER_MODE_ONLY, or root / vm.unprivileged_userfaultfd=1)")]
     Uffd(String),
-    #[error("mmap of {len} bytes failed: {source}")]
-    Mmap { len: usize, source: std::io::Error },
+    #[error(transparent)]
+    Arena(#[from] arena::ArenaError),
     #[error("swap store: {0}")]
     Swap(#[from] zswap::ZswapError),
     #[error("invalid runtime setting: {0}")]
     Config(String),
+    #[error("cannot start a runtime thread: {0}")]
+    Thread(std::io::Error),
 }

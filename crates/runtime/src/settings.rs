@@ -2,7 +2,7 @@
 //! LD_PRELOAD library), carried from the command line to the program in
 //! `UZSWAP_*` environment variables.
 
-use crate::RuntimeConfig;
+use crate::{InjectPanic, RuntimeConfig};
 use compress::{Algorithm, Backend, ParallelConfig};
 use std::path::PathBuf;
 use zswap::PAGE_SIZE;
@@ -21,13 +21,18 @@ pub mod env {
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT: &str = "UZSWAP_SHARED_LIMIT";
+    /// Handle user-mode faults only (the syscall guard's mode), even where
+    /// kernel faults could be handled.
+    pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
+    /// Tests of the fatal path: `fault` or `reclaim` panics on first work.
+    pub const INJECT_PANIC: &str = "UZSWAP_INJECT_PANIC";
     /// Folder where each process writes its final counters at exit
     /// (`PID.stats`).
     pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
     /// Folder of the live-stats sockets (`uzswap stats PID`).
     pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
     /// Every variable above, for clearing and listing.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 15] = [
         LIMIT,
         COMPRESSOR,
         BACKEND,
@@ -39,6 +44,8 @@ pub mod env {
         SWAPFILE_SIZE,
         TRACK_WRITES,
         SHARED_LIMIT,
+        USER_MODE_ONLY,
+        INJECT_PANIC,
         STATS_DIR,
         RUN_DIR,
     ];
@@ -74,6 +81,11 @@ pub struct Settings {
     /// The limit applies to all processes mapping this file together
     /// ([`crate::shared`]); `None`: to this process alone.
     pub shared_limit: Option<PathBuf>,
+    /// Handle user-mode faults only, with the syscall guard, even where
+    /// kernel faults could be handled.
+    pub user_mode_only: bool,
+    /// Tests of the fatal path only.
+    pub inject_panic: Option<InjectPanic>,
 }
 
 impl Default for Settings {
@@ -90,6 +102,8 @@ impl Default for Settings {
             swapfile_bytes: 4 << 30,
             track_writes: true,
             shared_limit: None,
+            user_mode_only: false,
+            inject_panic: None,
         }
     }
 }
@@ -189,6 +203,17 @@ impl Settings {
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::USER_MODE_ONLY) {
+            s.user_mode_only =
+                parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
+        }
+        if let Some(v) = get(env::INJECT_PANIC) {
+            s.inject_panic = Some(match v.as_str() {
+                "fault" => InjectPanic::FaultHandler,
+                "reclaim" => InjectPanic::Reclaimer,
+                _ => return Err(bad(env::INJECT_PANIC, &v, "fault or reclaim")),
+            });
+        }
         s.validate()?;
         Ok(s)
     }
@@ -271,6 +296,16 @@ impl Settings {
         if let Some(p) = &self.shared_limit {
             vars.push((env::SHARED_LIMIT, p.display().to_string()));
         }
+        if self.user_mode_only {
+            vars.push((env::USER_MODE_ONLY, "1".into()));
+        }
+        if let Some(p) = self.inject_panic {
+            let v = match p {
+                InjectPanic::FaultHandler => "fault",
+                InjectPanic::Reclaimer => "reclaim",
+            };
+            vars.push((env::INJECT_PANIC, v.into()));
+        }
         vars
     }
 
@@ -297,6 +332,8 @@ impl Settings {
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
             shared_limit: self.shared_limit.clone(),
+            user_mode_only: self.user_mode_only,
+            inject_panic: self.inject_panic,
             ..RuntimeConfig::default()
         }
     }
@@ -355,6 +392,8 @@ mod tests {
             swapfile_bytes: 1 << 30,
             track_writes: false,
             shared_limit: Some("/dev/shm/x".into()),
+            user_mode_only: true,
+            inject_panic: Some(InjectPanic::Reclaimer),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
@@ -377,6 +416,8 @@ mod tests {
             (env::WRITEBACK, "maybe"),
             (env::TRACK_WRITES, "sometimes"),
             (env::SWAPFILE_SIZE, "1K"),
+            (env::USER_MODE_ONLY, "perhaps"),
+            (env::INJECT_PANIC, "everywhere"),
         ];
         for (name, value) in cases {
             let err = Settings::from_vars(|k| (k == name).then(|| value.to_string()))

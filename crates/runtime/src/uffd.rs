@@ -1,16 +1,47 @@
-//! Opening the userfaultfd: `/dev/userfaultfd` where this user may open it,
-//! else the `userfaultfd(2)` system call with `UFFD_USER_MODE_ONLY`, which
-//! Linux 5.11+ grants any user even with `vm.unprivileged_userfaultfd=0`.
-//! (The `userfaultfd` crate stops at a `/dev/userfaultfd` it may not open.)
+//! Opening the userfaultfd, in the strongest mode this process may have.
+//!
+//! * **Kernel faults handled** (`FaultMode::KernelFaults`): faults the
+//!   kernel takes on the program's behalf (a `read(2)` into a region
+//!   buffer, a futex word, `stat` into a struct) wait for the handler like
+//!   the program's own. Granted where `/dev/userfaultfd` can be opened
+//!   (root), or `userfaultfd(2)` without `UFFD_USER_MODE_ONLY` is allowed
+//!   (`CAP_SYS_PTRACE`, or `vm.unprivileged_userfaultfd=1`).
+//! * **User mode only** (`FaultMode::UserModeOnly`): what any user gets on
+//!   Linux 5.11+. A kernel access to an unmapped or write-protected region
+//!   page fails with EFAULT instead, so system calls on region memory need
+//!   the syscall guard (the `guard` crate, installed by the LD_PRELOAD
+//!   library), which pins and faults their buffers in first.
+//!
+//! Both ask for `UFFD_FEATURE_THREAD_ID`, so the handler knows which thread
+//! faulted (runtime threads must never fault on a region).
 
 use crate::RuntimeError;
 use std::os::fd::FromRawFd;
-use userfaultfd::{Uffd, UffdBuilder};
+use userfaultfd::{FeatureFlags, Uffd, UffdBuilder};
 
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 const UFFD_API: u64 = 0xAA;
+const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
 /// `_IOWR(0xAA, 0x3F, struct uffdio_api)`.
 const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
+
+/// Which faults the userfaultfd handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultMode {
+    /// Faults in user and kernel mode: system calls wait for pages.
+    KernelFaults,
+    /// Faults in user mode only: system calls need the syscall guard.
+    UserModeOnly,
+}
+
+impl FaultMode {
+    pub fn describe(self) -> &'static str {
+        match self {
+            FaultMode::KernelFaults => "kernel faults handled",
+            FaultMode::UserModeOnly => "user-mode faults + syscall guard",
+        }
+    }
+}
 
 #[repr(C)]
 struct UffdioApi {
@@ -19,28 +50,52 @@ struct UffdioApi {
     ioctls: u64,
 }
 
-/// A non-blocking, close-on-exec userfaultfd that handles user-mode faults.
-pub fn open() -> Result<Uffd, RuntimeError> {
-    match UffdBuilder::new()
-        .close_on_exec(true)
-        .non_blocking(true)
-        .user_mode_only(true)
-        .create()
-    {
-        Ok(uffd) => Ok(uffd),
-        Err(userfaultfd::Error::OpenDevUserfaultfd(dev_err)) => {
-            open_by_syscall().map_err(|sys_err| {
-                RuntimeError::Uffd(format!(
-                    "/dev/userfaultfd: {dev_err}; userfaultfd(UFFD_USER_MODE_ONLY): {sys_err}"
-                ))
-            })
+/// A non-blocking, close-on-exec userfaultfd: with kernel faults where
+/// allowed (unless `user_mode_only` forces the other mode), else user-mode
+/// only.
+pub fn open(user_mode_only: bool) -> Result<(Uffd, FaultMode), RuntimeError> {
+    let mut errors = Vec::new();
+    if !user_mode_only {
+        match open_dev(false) {
+            Ok(u) => return Ok((u, FaultMode::KernelFaults)),
+            Err(e) => errors.push(format!("/dev/userfaultfd: {e}")),
         }
-        Err(e) => Err(RuntimeError::Uffd(e.to_string())),
+        match open_by_syscall(0) {
+            Ok(u) => return Ok((u, FaultMode::KernelFaults)),
+            Err(e) => errors.push(format!("userfaultfd(2): {e}")),
+        }
+    }
+    match open_dev(true) {
+        Ok(u) => return Ok((u, FaultMode::UserModeOnly)),
+        Err(e) => errors.push(format!("/dev/userfaultfd (user mode only): {e}")),
+    }
+    match open_by_syscall(UFFD_USER_MODE_ONLY) {
+        Ok(u) => Ok((u, FaultMode::UserModeOnly)),
+        Err(e) => {
+            errors.push(format!("userfaultfd(UFFD_USER_MODE_ONLY): {e}"));
+            Err(RuntimeError::Uffd(errors.join("; ")))
+        }
     }
 }
 
-fn open_by_syscall() -> std::io::Result<Uffd> {
-    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY;
+fn open_dev(user_mode_only: bool) -> Result<Uffd, String> {
+    if !std::path::Path::new("/dev/userfaultfd").exists() {
+        return Err("absent".into());
+    }
+    UffdBuilder::new()
+        .close_on_exec(true)
+        .non_blocking(true)
+        .user_mode_only(user_mode_only)
+        .require_features(FeatureFlags::THREAD_ID)
+        .create()
+        .map_err(|e| match e {
+            userfaultfd::Error::OpenDevUserfaultfd(io) => io.to_string(),
+            other => other.to_string(),
+        })
+}
+
+fn open_by_syscall(mode_flags: libc::c_int) -> std::io::Result<Uffd> {
+    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | mode_flags;
     // SAFETY: userfaultfd(2) takes flags only and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
     if fd < 0 {
@@ -52,7 +107,7 @@ fn open_by_syscall() -> std::io::Result<Uffd> {
     let uffd = unsafe { Uffd::from_raw_fd(fd) };
     let mut api = UffdioApi {
         api: UFFD_API,
-        features: 0,
+        features: UFFD_FEATURE_THREAD_ID,
         ioctls: 0,
     };
     // SAFETY: UFFDIO_API reads and writes one uffdio_api, which `api` is.

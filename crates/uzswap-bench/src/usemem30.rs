@@ -227,7 +227,7 @@ pub fn run_uzswap(
     settings: &Settings,
     library: &Path,
 ) -> Result<Measured, BenchError> {
-    launch::check_userfaultfd()?;
+    launch::check_userfaultfd(false)?;
     let job = Launch {
         share_limit: true,
         settings: settings.clone(),

@@ -48,6 +48,11 @@ pub struct RuntimeArgs {
     /// for all of them together (as one memcg).
     #[arg(long)]
     pub per_process_limit: bool,
+    /// Handle user-mode faults only, with the syscall guard, even where
+    /// kernel faults could be handled (root): the mode an unprivileged user
+    /// gets.
+    #[arg(long)]
+    pub user_mode_only: bool,
 }
 
 impl RuntimeArgs {
@@ -67,6 +72,8 @@ impl RuntimeArgs {
             swapfile_bytes: self.swapfile_size,
             track_writes: !self.no_track_writes,
             shared_limit: None,
+            user_mode_only: self.user_mode_only,
+            inject_panic: None,
         };
         s.validate().map_err(|e| {
             format!(
@@ -118,7 +125,7 @@ const SUMMARY: [&str; 16] = [
     "zero_faults",
     "swapin_faults",
     "evicted_pages",
-    "direct_reclaims",
+    "throttled_faults",
     "workingset_refault",
     "zswpout",
     "zswpin",
@@ -183,11 +190,14 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
     };
     if !a.quiet {
         eprintln!(
-            "uzswap: running {:?} with a {} limit, {}, {} folios (`uzswap stats PID` reads live counters)",
+            "uzswap: running {:?} with a {} limit, {}, {} folios, {} (`uzswap stats PID` reads live counters)",
             a.command.join(" "),
             format_size(settings.limit_bytes),
             settings.compressor,
             format_size(settings.folio_bytes),
+            launch::check_userfaultfd(settings.user_mode_only)
+                .map_err(|e| e.to_string())?
+                .describe(),
         );
     }
     // Ctrl-C is the program's: uzswap ignores it (once the child has

@@ -1,0 +1,236 @@
+//! The real world the protocol runs in: userfaultfd ioctls, `madvise`,
+//! `PAGEMAP_SCAN`, and the swap store ([`zswap::Swap`]).
+
+use crate::counters::Counters;
+use crate::pagemap::PagemapScan;
+use crate::protocol::{Env, Event, KernelError, Slot, StoreError, StoreId, PAGE};
+use crate::sys;
+use crate::uffd::FaultMode;
+use std::sync::Arc;
+use userfaultfd::Uffd;
+use zswap::Swap;
+
+/// The runtime's [`Env`].
+pub(crate) struct RealEnv {
+    pub uffd: Uffd,
+    pub mode: FaultMode,
+    /// The store this process's evictions go to.
+    pub own: Arc<Swap>,
+    /// One folio of zeros: the source of first-touch write faults.
+    zeros: Box<[u8]>,
+    /// `PAGEMAP_SCAN` for write tracking; `None` when off or unsupported.
+    pub pagemap: Option<PagemapScan>,
+    pub counters: Counters,
+}
+
+fn errno_of(e: &userfaultfd::Error) -> i32 {
+    match e {
+        userfaultfd::Error::CopyFailed(errno)
+        | userfaultfd::Error::ZeropageFailed(errno)
+        | userfaultfd::Error::SystemError(errno) => *errno as i32,
+        userfaultfd::Error::PartiallyCopied(_) => libc::EAGAIN,
+        _ => libc::EIO,
+    }
+}
+
+fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
+    KernelError {
+        op,
+        addr,
+        len,
+        errno,
+    }
+}
+
+impl RealEnv {
+    pub fn new(
+        uffd: Uffd,
+        mode: FaultMode,
+        own: Arc<Swap>,
+        folio_pages: usize,
+        pagemap: Option<PagemapScan>,
+    ) -> Self {
+        Self {
+            uffd,
+            mode,
+            own,
+            zeros: vec![0u8; folio_pages.max(1) * PAGE].into_boxed_slice(),
+            pagemap,
+            counters: Counters::default(),
+        }
+    }
+
+    /// `UFFDIO_COPY` of `src` to `dst`, finishing a partial copy (EAGAIN
+    /// with progress) and retrying a changing address space.
+    fn copy(&self, src: &[u8], dst: usize, op: &'static str) -> Result<(), KernelError> {
+        let mut done = 0;
+        let mut again = 0;
+        while done < src.len() {
+            // SAFETY: `src[done..]` is a live buffer; the destination lies in
+            // a registered region whose pages there are in flight (owned by
+            // the calling operation), so nothing else maps them.
+            let r = unsafe {
+                self.uffd.copy(
+                    src[done..].as_ptr() as *const libc::c_void,
+                    (dst + done) as *mut libc::c_void,
+                    src.len() - done,
+                    true,
+                )
+            };
+            match r {
+                Ok(n) => done += n,
+                Err(userfaultfd::Error::PartiallyCopied(n)) if n > 0 => done += n,
+                Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => again += 1,
+                Err(e) => return Err(kerr(op, dst + done, src.len() - done, errno_of(&e))),
+            }
+        }
+        Ok(())
+    }
+
+    fn zeropage(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        for again in 0.. {
+            // SAFETY: the range lies in a registered region of ours.
+            match unsafe { self.uffd.zeropage(addr as *mut libc::c_void, len, true) } {
+                Ok(_) => return Ok(()),
+                Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => {
+                    // Part of it may be mapped now: go page by page, where
+                    // EEXIST is our own progress.
+                    if len > PAGE {
+                        for a in (addr..addr + len).step_by(PAGE) {
+                            match self.zeropage(a, PAGE) {
+                                Ok(()) => {}
+                                Err(e) if e.is(libc::EEXIST) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(kerr("UFFDIO_ZEROPAGE", addr, len, errno_of(&e))),
+            }
+        }
+        unreachable!()
+    }
+}
+
+impl Env for RealEnv {
+    type Buf = Vec<u8>;
+
+    fn map_zeros(&self, addr: usize, pages: usize, write: bool) -> Result<(), KernelError> {
+        if write {
+            // The program is about to write: map zeroed pages of its own, as
+            // the kernel's anonymous write fault does, rather than the zero
+            // page and a copy-on-write fault (with its TLB flush) right after.
+            let zeros = &self.zeros[..pages * PAGE];
+            self.copy(zeros, addr, "UFFDIO_COPY (zeros)")
+        } else {
+            self.zeropage(addr, pages * PAGE)
+        }
+    }
+
+    fn map(&self, addr: usize, buf: &Vec<u8>) -> Result<(), KernelError> {
+        self.copy(&buf[..PAGE], addr, "UFFDIO_COPY")
+    }
+
+    fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        self.uffd
+            .wake(addr as *mut libc::c_void, len)
+            .map_err(|e| kerr("UFFDIO_WAKE", addr, len, errno_of(&e)))
+    }
+
+    fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        self.uffd
+            .write_protect(addr as *mut libc::c_void, len)
+            .map_err(|e| kerr("UFFDIO_WRITEPROTECT", addr, len, errno_of(&e)))
+    }
+
+    fn unprotect(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
+        self.uffd
+            .remove_write_protection(addr as *mut libc::c_void, len, wake)
+            .map_err(|e| kerr("UFFDIO_WRITEPROTECT (remove)", addr, len, errno_of(&e)))
+    }
+
+    fn discard(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        // SAFETY: the range is a run being evicted: its contents are stored.
+        unsafe { sys::madvise(addr, len, libc::MADV_DONTNEED) }.map_err(|e| {
+            kerr(
+                "MADV_DONTNEED",
+                addr,
+                len,
+                e.raw_os_error().unwrap_or(libc::EIO),
+            )
+        })
+    }
+
+    fn written(
+        &self,
+        addr: usize,
+        len: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> Result<(), KernelError> {
+        match &self.pagemap {
+            Some(p) => p.written(addr, addr + len, out).map_err(|e| {
+                kerr(
+                    "PAGEMAP_SCAN",
+                    addr,
+                    len,
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                )
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
+        let slots = self
+            .own
+            .alloc_slots(pages)
+            .map_err(|e| StoreError(e.to_string()))?;
+        let run: Vec<&[u8]> = (0..pages)
+            .map(|k| {
+                // SAFETY: the run is mapped and write-protected (it is
+                // `Evicting`): no thread changes its bytes while the store
+                // reads them in place. A page discarded behind our back
+                // faults, and the handler maps zeros (the kernel's answer).
+                unsafe { std::slice::from_raw_parts((addr + k * PAGE) as *const u8, PAGE) }
+            })
+            .collect();
+        match self.own.swap_out(&run, &slots) {
+            Ok(_) => Ok(slots),
+            Err(e) => {
+                for &s in &slots {
+                    let _ = self.own.free(s);
+                }
+                Err(StoreError(e.to_string()))
+            }
+        }
+    }
+
+    fn load(
+        &self,
+        store: StoreId,
+        slot: Slot,
+        out: &mut Vec<u8>,
+        neighbours: &[Slot],
+    ) -> Result<Vec<(Slot, Vec<u8>)>, StoreError> {
+        if store != StoreId::OWN {
+            return Err(StoreError(format!("no store {}", store.0)));
+        }
+        out.resize(PAGE, 0);
+        let mut got = Vec::new();
+        self.own
+            .swap_in_around(slot, out, neighbours, &mut got)
+            .map_err(|e| StoreError(e.to_string()))?;
+        Ok(got.into_iter().map(|(s, b)| (s, b.into_vec())).collect())
+    }
+
+    fn free(&self, store: StoreId, slot: Slot) {
+        if store == StoreId::OWN {
+            let _ = self.own.free(slot);
+        }
+    }
+
+    fn count(&self, event: Event, n: usize) {
+        self.counters.add(event, n);
+    }
+}

@@ -1,0 +1,86 @@
+//! The fault loop: the handler thread reads userfaultfd events and runs the
+//! protocol's operation for each. Plumbing only: what a fault does is in
+//! [`crate::protocol`]; unexpected events end the program loudly.
+
+use crate::fatal;
+use crate::protocol::{MissingFault, WpFault, PAGE};
+use crate::runtime::{InjectPanic, Inner};
+use std::os::fd::AsRawFd;
+use userfaultfd::{Event, EventBuffer, FaultKind, ReadWrite};
+
+impl Inner {
+    pub(crate) fn fault_loop(&self) {
+        self.register_runtime_thread();
+        let mut events = EventBuffer::new(64);
+        let mut fds = [
+            libc::pollfd {
+                fd: self.env.uffd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.stop_fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        loop {
+            // SAFETY: two valid pollfds, for the duration of the call.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                fatal::die(&format!("poll on the userfaultfd: {e}"));
+            }
+            if self.stopping() {
+                return;
+            }
+            let batch = match self.env.uffd.read_events(&mut events) {
+                Ok(batch) => batch,
+                Err(e) => fatal::die(&format!("reading userfaultfd events: {e}")),
+            };
+            for event in batch {
+                match event {
+                    Ok(e) => self.handle(e),
+                    Err(e) => fatal::die(&format!("bad userfaultfd event: {e}")),
+                }
+            }
+        }
+    }
+
+    fn handle(&self, event: Event) {
+        if self.cfg.inject_panic == Some(InjectPanic::FaultHandler) {
+            panic!("injected panic in the fault handler");
+        }
+        match event {
+            Event::Pagefault {
+                kind,
+                rw,
+                addr,
+                thread_id,
+            } => {
+                let addr = addr as usize & !(PAGE - 1);
+                let by_runtime = self.is_runtime_thread(thread_id.as_raw());
+                match kind {
+                    FaultKind::Missing => {
+                        let write = rw == ReadWrite::Write;
+                        let mut op = MissingFault::new(addr, write, by_runtime);
+                        self.drive(|cx| op.step(cx));
+                        self.throttle();
+                    }
+                    FaultKind::WriteProtected if by_runtime => fatal::die(&format!(
+                        "runtime thread {} wrote to region page {addr:#x} (invariant: runtime threads only read pages they evict)",
+                        thread_id.as_raw()
+                    )),
+                    FaultKind::WriteProtected => {
+                        let mut op = WpFault::new(addr);
+                        self.drive(|cx| op.step(cx));
+                    }
+                }
+            }
+            other => fatal::die(&format!("unexpected userfaultfd event {other:?}")),
+        }
+    }
+}

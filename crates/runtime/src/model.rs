@@ -1,0 +1,1090 @@
+//! Exhaustive model check of the page-state machine ([`crate::protocol`]).
+//!
+//! The runtime's own operations ([`MissingFault`], [`WpFault`], [`Evict`],
+//! [`Age`], [`Pin`], [`Release`]) run here step by step, against a model of
+//! the kernel and of the store, interleaved in every possible order with
+//! each other and with the program's accesses. Nothing of the protocol is
+//! described again here: only the world around it is modelled.
+//!
+//! * The kernel: a page is mapped (with a value) or not, write-protected or
+//!   not, registered with userfaultfd or not. A user access to an unmapped
+//!   page, or a write to a protected one, queues a fault event and blocks
+//!   the thread until a map, wake or un-protect of the page wakes it; it
+//!   then retries. A *kernel* access (a system call's) blocks the same way
+//!   where kernel faults are handled, and fails with EFAULT where the
+//!   userfaultfd is user-mode only.
+//! * The store: slots holding values; loads are exclusive; a store may be
+//!   told to refuse (then both outcomes are explored).
+//! * The fault handler reads events in order and runs an operation for each.
+//!
+//! Checked in every reachable state and at every end: no lost write, no
+//! read of a value that was not the page's, no EFAULT for a pinned system
+//! call, no thread blocked forever, nothing left in flight, and that the
+//! protocol's own assertions hold. States are remembered by a 128-bit
+//! fingerprint.
+
+use crate::protocol::{
+    self, Age, Cx, Env, Event, Evict, KernelError, MissingFault, PageState, Pin, PinnedRun,
+    Release, Slot, State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
+};
+use parking_lot::{Condvar, Mutex};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+
+const BASE: usize = 0x10_0000;
+
+/// How kernel accesses to unmapped or protected pages behave.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Mode {
+    /// Kernel faults are handled: a system call blocks like a user access.
+    KernelFaults,
+    /// `UFFD_USER_MODE_ONLY`: a system call gets EFAULT.
+    UserModeOnly,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+struct KPage {
+    value: Option<u8>,
+    wp: bool,
+    registered: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Kernel {
+    pages: BTreeMap<usize, KPage>,
+    /// Fault events: (thread, page address, write-protect fault).
+    events: VecDeque<(u8, usize, bool)>,
+    /// The page each thread is blocked on.
+    blocked: Vec<Option<usize>>,
+}
+
+impl Kernel {
+    fn wake_range(&mut self, addr: usize, len: usize) {
+        for b in &mut self.blocked {
+            if b.is_some_and(|a| a >= addr && a < addr + len) {
+                *b = None;
+            }
+        }
+    }
+
+    fn page(&mut self, addr: usize) -> &mut KPage {
+        self.pages.entry(addr).or_default()
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct ModelStore {
+    slots: BTreeMap<(StoreId, Slot), u8>,
+    next: Slot,
+    /// Stores left that may be refused (each refusal is explored).
+    refusals: u8,
+}
+
+/// The model's [`Env`]: the kernel and the store, borrowed for one step.
+struct ModelEnv<'a> {
+    k: RefCell<&'a mut Kernel>,
+    s: RefCell<&'a mut ModelStore>,
+    /// Refuse the next store (set by the explorer for the refusing branch).
+    refuse: bool,
+    violation: RefCell<Option<Violation>>,
+}
+
+fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
+    KernelError {
+        op,
+        addr,
+        len,
+        errno,
+    }
+}
+
+impl Env for ModelEnv<'_> {
+    type Buf = u8;
+
+    fn map_zeros(&self, addr: usize, pages: usize, _write: bool) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        if (0..pages).any(|i| k.page(addr + i * PAGE).value.is_some()) {
+            return Err(kerr("map_zeros", addr, pages * PAGE, libc::EEXIST));
+        }
+        for i in 0..pages {
+            k.page(addr + i * PAGE).value = Some(0);
+        }
+        k.wake_range(addr, pages * PAGE);
+        Ok(())
+    }
+
+    fn map(&self, addr: usize, buf: &u8) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        if k.page(addr).value.is_some() {
+            return Err(kerr("map", addr, PAGE, libc::EEXIST));
+        }
+        k.page(addr).value = Some(*buf);
+        k.wake_range(addr, PAGE);
+        Ok(())
+    }
+
+    fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        self.k.borrow_mut().wake_range(addr, len);
+        Ok(())
+    }
+
+    fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        for a in (addr..addr + len).step_by(PAGE) {
+            let p = k.page(a);
+            if p.value.is_some() {
+                p.wp = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn unprotect(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        for a in (addr..addr + len).step_by(PAGE) {
+            k.page(a).wp = false;
+        }
+        if wake {
+            k.wake_range(addr, len);
+        }
+        Ok(())
+    }
+
+    fn discard(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        for a in (addr..addr + len).step_by(PAGE) {
+            let p = k.page(a);
+            p.value = None;
+            p.wp = false;
+        }
+        Ok(())
+    }
+
+    fn written(
+        &self,
+        addr: usize,
+        len: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> Result<(), KernelError> {
+        let mut k = self.k.borrow_mut();
+        for a in (addr..addr + len).step_by(PAGE) {
+            let p = *k.page(a);
+            if p.value.is_some() && !p.wp {
+                out.push((a, a + PAGE));
+            }
+        }
+        Ok(())
+    }
+
+    fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
+        let mut s = self.s.borrow_mut();
+        if self.refuse {
+            s.refusals -= 1;
+            return Err(StoreError("refused".into()));
+        }
+        let mut k = self.k.borrow_mut();
+        let mut slots = Vec::new();
+        for i in 0..pages {
+            let p = *k.page(addr + i * PAGE);
+            let Some(v) = p.value else {
+                // Invariant 3: the runtime would read an unmapped victim.
+                *self.violation.borrow_mut() = Some(Violation::EvictedUnmapped(addr + i * PAGE));
+                return Err(StoreError("unmapped".into()));
+            };
+            s.next += 1;
+            let slot = s.next;
+            s.slots.insert((StoreId::OWN, slot), v);
+            slots.push(slot);
+        }
+        Ok(slots)
+    }
+
+    fn load(
+        &self,
+        store: StoreId,
+        slot: Slot,
+        out: &mut u8,
+        neighbours: &[Slot],
+    ) -> Result<Vec<(Slot, u8)>, StoreError> {
+        let mut s = self.s.borrow_mut();
+        *out = s
+            .slots
+            .remove(&(store, slot))
+            .ok_or_else(|| StoreError(format!("slot {slot} empty")))?;
+        Ok(neighbours
+            .iter()
+            .filter_map(|&n| s.slots.remove(&(store, n)).map(|v| (n, v)))
+            .collect())
+    }
+
+    fn free(&self, store: StoreId, slot: Slot) {
+        self.s.borrow_mut().slots.remove(&(store, slot));
+    }
+
+    fn count(&self, _: Event, _: usize) {}
+}
+
+/// A program access.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Access {
+    Write(usize, u8),
+    Read(usize),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum SyscallPhase {
+    Pinning(Pin),
+    /// Faulting the pages in from user mode (a read, or an atomic add of
+    /// zero for a write).
+    Touch,
+    /// The kernel's access.
+    Kernel,
+    Unpin,
+    Done,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Actor {
+    Program {
+        tid: u8,
+        script: Vec<Access>,
+        pc: usize,
+    },
+    /// A system call by thread `tid` on `page`: pins it, touches it, then
+    /// the kernel reads it, or writes `value` into it.
+    Syscall {
+        tid: u8,
+        page: usize,
+        value: Option<u8>,
+        phase: SyscallPhase,
+        runs: Vec<PinnedRun>,
+    },
+    Handler {
+        fault: Option<MissingFault<u8>>,
+        wp: Option<WpFault>,
+    },
+    Evictor {
+        cycles: u8,
+        want: usize,
+        op: Option<Evict>,
+    },
+    Ager {
+        passes: u8,
+        op: Option<Age>,
+    },
+    /// Releases the region into plain memory once its turn comes.
+    Releaser {
+        op: Option<Release<u8>>,
+        started: bool,
+    },
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct World {
+    st: State,
+    k: Kernel,
+    s: ModelStore,
+    actors: Vec<Actor>,
+    /// Per page: every value written so far, the last one last.
+    history: BTreeMap<usize, Vec<u8>>,
+}
+
+/// What the checker found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Violation {
+    LostWrite { page: usize, has: u8, wrote: u8 },
+    BadRead { page: usize, read: u8 },
+    Efault { page: usize },
+    EvictedUnmapped(usize),
+    Stuck(String),
+    LeftInFlight,
+    Fatal(String),
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::LostWrite { page, has, wrote } => {
+                write!(
+                    f,
+                    "page {page:#x} ends as {has}, but {wrote} was written last"
+                )
+            }
+            Self::BadRead { page, read } => write!(f, "a read of {page:#x} saw {read}"),
+            Self::Efault { page } => write!(f, "a pinned system call got EFAULT on {page:#x}"),
+            Self::EvictedUnmapped(p) => write!(f, "an evicted page {p:#x} was not mapped"),
+            Self::Stuck(who) => write!(f, "stuck: {who}"),
+            Self::LeftInFlight => write!(f, "an operation was left in flight"),
+            Self::Fatal(e) => write!(f, "fatal error: {e}"),
+        }
+    }
+}
+
+/// A scenario: the region, the program, the runtime's actors.
+#[derive(Clone, Debug)]
+pub(crate) struct Scenario {
+    pub pages: usize,
+    /// Initial page contents: `None` untouched, `Some((value, swapped))`.
+    pub initial: Vec<Option<(u8, bool)>>,
+    pub programs: Vec<Vec<Access>>,
+    /// System calls: (page, Some(value) the kernel writes | None reads).
+    pub syscalls: Vec<(usize, Option<u8>)>,
+    pub evict_cycles: u8,
+    pub evict_want: usize,
+    pub aging_passes: u8,
+    pub store_refusals: u8,
+    pub release: bool,
+    pub mode: Mode,
+    pub tun: Tunables,
+}
+
+fn page_addr(i: usize) -> usize {
+    BASE + i * PAGE
+}
+
+impl Scenario {
+    fn world(&self) -> World {
+        let mut st = State::default();
+        st.add_region(BASE, self.pages);
+        let mut k = Kernel::default();
+        let mut s = ModelStore {
+            refusals: self.store_refusals,
+            ..ModelStore::default()
+        };
+        let mut history = BTreeMap::new();
+        for i in 0..self.pages {
+            k.page(page_addr(i)).registered = true;
+        }
+        // Initial pages: set up through the state as the protocol leaves
+        // them (resident pages are on the LRU).
+        for (i, init) in self.initial.iter().enumerate() {
+            let Some((v, swapped)) = *init else {
+                continue;
+            };
+            history.insert(page_addr(i), vec![v]);
+            if swapped {
+                s.next += 1;
+                s.slots.insert((StoreId::OWN, s.next), v);
+                st.regions.get_mut(&BASE).unwrap().pages[i].state = PageState::Swapped {
+                    store: StoreId::OWN,
+                    slot: s.next,
+                };
+            } else {
+                k.page(page_addr(i)).value = Some(v);
+                set_resident(&mut st, i);
+            }
+        }
+        let threads = self.programs.len() + self.syscalls.len();
+        k.blocked = vec![None; threads];
+        let mut actors = Vec::new();
+        for (t, script) in self.programs.iter().enumerate() {
+            actors.push(Actor::Program {
+                tid: t as u8,
+                script: script.clone(),
+                pc: 0,
+            });
+        }
+        for (j, &(page, value)) in self.syscalls.iter().enumerate() {
+            actors.push(Actor::Syscall {
+                tid: (self.programs.len() + j) as u8,
+                page,
+                value,
+                phase: SyscallPhase::Pinning(Pin::new(page_addr(page), PAGE)),
+                runs: Vec::new(),
+            });
+        }
+        actors.push(Actor::Handler {
+            fault: None,
+            wp: None,
+        });
+        if self.evict_cycles > 0 {
+            actors.push(Actor::Evictor {
+                cycles: self.evict_cycles,
+                want: self.evict_want,
+                op: None,
+            });
+        }
+        if self.aging_passes > 0 {
+            actors.push(Actor::Ager {
+                passes: self.aging_passes,
+                op: None,
+            });
+        }
+        if self.release {
+            actors.push(Actor::Releaser {
+                op: None,
+                started: false,
+            });
+        }
+        World {
+            st,
+            k,
+            s,
+            actors,
+            history,
+        }
+    }
+}
+
+/// Marks page `i` resident and queued for reclaim.
+fn set_resident(st: &mut State, i: usize) {
+    st.install_resident(BASE, i);
+}
+
+enum Outcome {
+    /// The actor took a step (or could not: `false`).
+    Moved(bool),
+    Violation(Violation),
+}
+
+impl World {
+    fn done(&self, a: &Actor) -> bool {
+        match a {
+            Actor::Program { script, pc, .. } => *pc == script.len(),
+            Actor::Syscall { phase, .. } => *phase == SyscallPhase::Done,
+            Actor::Handler { fault, wp } => {
+                fault.is_none() && wp.is_none() && self.k.events.is_empty()
+            }
+            Actor::Evictor { cycles, op, .. } => *cycles == 0 && op.is_none(),
+            Actor::Ager { passes, op } => *passes == 0 && op.is_none(),
+            Actor::Releaser { op, started } => *started && op.is_none(),
+        }
+    }
+
+    /// A user or kernel access by thread `tid`. `Ok(Some(v))`: done, read
+    /// `v`; `Ok(None)`: blocked (a fault event queued).
+    fn access(
+        &mut self,
+        tid: u8,
+        page: usize,
+        write: Option<u8>,
+        kernel: bool,
+        mode: Mode,
+    ) -> Result<Option<u8>, Violation> {
+        let addr = page_addr(page);
+        let p = *self.k.page(addr);
+        if !p.registered {
+            // Plain memory: the kernel maps a zeroed page on its own.
+            let kp = self.k.page(addr);
+            let v = kp.value.unwrap_or(0);
+            kp.value = Some(write.unwrap_or(v));
+            return Ok(Some(v));
+        }
+        let faults = p.value.is_none() || (write.is_some() && p.wp);
+        if faults {
+            if kernel && mode == Mode::UserModeOnly {
+                return Err(Violation::Efault { page: addr });
+            }
+            let ev = (tid, addr, p.value.is_some());
+            // More than two queued copies of one event only repeat states.
+            if self.k.events.iter().filter(|e| **e == ev).count() < 2 {
+                self.k.events.push_back(ev);
+            }
+            self.k.blocked[tid as usize] = Some(addr);
+            return Ok(None);
+        }
+        let v = p.value.unwrap_or(0);
+        if let Some(w) = write {
+            self.k.page(addr).value = Some(w);
+        }
+        Ok(Some(v))
+    }
+
+    fn check_read(&self, page: usize, read: u8, own_last: Option<u8>) -> Result<(), Violation> {
+        let addr = page_addr(page);
+        let ok = match own_last {
+            Some(v) => read == v,
+            None => read == 0 || self.history.get(&addr).is_some_and(|h| h.contains(&read)),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Violation::BadRead { page: addr, read })
+        }
+    }
+
+    /// Runs one step of actor `i`; `refuse` selects the store-refusing
+    /// branch for an evictor whose next step stores.
+    fn step(&mut self, i: usize, sc: &Scenario, refuse: bool) -> Outcome {
+        let mut actor = self.actors[i].clone();
+        let r = self.step_actor(&mut actor, sc, refuse);
+        self.actors[i] = actor;
+        r
+    }
+
+    fn run_op<T>(
+        &mut self,
+        sc: &Scenario,
+        refuse: bool,
+        f: impl FnOnce(&Cx<ModelEnv>) -> Result<Step<T>, protocol::Fatal>,
+    ) -> Result<Step<T>, Violation> {
+        let m = Mutex::new(std::mem::take(&mut self.st));
+        let cv = Condvar::new();
+        let env = ModelEnv {
+            k: RefCell::new(&mut self.k),
+            s: RefCell::new(&mut self.s),
+            refuse,
+            violation: RefCell::new(None),
+        };
+        let cx = Cx {
+            state: &m,
+            changed: &cv,
+            env: &env,
+            tun: &sc.tun,
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&cx)));
+        let violation = env.violation.take();
+        drop(env);
+        self.st = m.into_inner();
+        if let Some(v) = violation {
+            return Err(v);
+        }
+        match r {
+            Ok(Ok(step)) => Ok(step),
+            Ok(Err(e)) => Err(Violation::Fatal(e.to_string())),
+            Err(p) => Err(Violation::Fatal(format!(
+                "panic: {}",
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            ))),
+        }
+    }
+
+    fn step_actor(&mut self, actor: &mut Actor, sc: &Scenario, refuse: bool) -> Outcome {
+        macro_rules! tri {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(v) => return Outcome::Violation(v),
+                }
+            };
+        }
+        match actor {
+            Actor::Program { tid, script, pc } => {
+                if *pc == script.len() || self.k.blocked[*tid as usize].is_some() {
+                    return Outcome::Moved(false);
+                }
+                let (page, write) = match script[*pc] {
+                    Access::Write(p, v) => (p, Some(v)),
+                    Access::Read(p) => (p, None),
+                };
+                match tri!(self.access(*tid, page, write, false, sc.mode)) {
+                    None => {}
+                    Some(v) => {
+                        if let Some(w) = write {
+                            self.history.entry(page_addr(page)).or_default().push(w);
+                        } else {
+                            let own = script[..*pc].iter().rev().find_map(|a| match a {
+                                Access::Write(p, v) if *p == page => Some(*v),
+                                _ => None,
+                            });
+                            tri!(self.check_read(page, v, own));
+                        }
+                        *pc += 1;
+                    }
+                }
+                Outcome::Moved(true)
+            }
+            Actor::Syscall {
+                tid,
+                page,
+                value,
+                phase,
+                runs,
+            } => {
+                if self.k.blocked[*tid as usize].is_some() {
+                    return Outcome::Moved(false);
+                }
+                match phase {
+                    SyscallPhase::Pinning(pin) => {
+                        let mut p = pin.clone();
+                        match tri!(self.run_op(sc, false, |cx| p.step(cx))) {
+                            Step::Next => *phase = SyscallPhase::Pinning(p),
+                            Step::Wait(seen) => {
+                                if self.st.changes == seen {
+                                    return Outcome::Moved(false);
+                                }
+                                *phase = SyscallPhase::Pinning(p);
+                            }
+                            Step::Done(r) => {
+                                *runs = r;
+                                *phase = SyscallPhase::Touch;
+                            }
+                        }
+                    }
+                    SyscallPhase::Touch => {
+                        // An atomic add of zero writes the value it reads.
+                        let cur = self.k.pages.get(&page_addr(*page)).and_then(|p| p.value);
+                        let touch = value.map(|_| cur.unwrap_or(0));
+                        if let Some(v) = tri!(self.access(*tid, *page, touch, false, sc.mode)) {
+                            if touch.is_some() && cur != Some(v) {
+                                // Raced a map: do the add again on what is there.
+                                return Outcome::Moved(true);
+                            }
+                            *phase = SyscallPhase::Kernel;
+                        }
+                    }
+                    SyscallPhase::Kernel => {
+                        if let Some(v) = tri!(self.access(*tid, *page, *value, true, sc.mode)) {
+                            match value {
+                                Some(w) => {
+                                    self.history.entry(page_addr(*page)).or_default().push(*w)
+                                }
+                                None => tri!(self.check_read(*page, v, None)),
+                            }
+                            *phase = SyscallPhase::Unpin;
+                        }
+                    }
+                    SyscallPhase::Unpin => {
+                        let runs = std::mem::take(runs);
+                        protocol::unpin(&mut self.st, &runs);
+                        self.st.changes += 1;
+                        *phase = SyscallPhase::Done;
+                    }
+                    SyscallPhase::Done => return Outcome::Moved(false),
+                }
+                Outcome::Moved(true)
+            }
+            Actor::Handler { fault, wp } => {
+                if let Some(op) = fault {
+                    let mut o = op.clone();
+                    match tri!(self.run_op(sc, false, |cx| o.step(cx))) {
+                        Step::Next => *fault = Some(o),
+                        Step::Wait(seen) => {
+                            if self.st.changes == seen {
+                                return Outcome::Moved(false);
+                            }
+                            *fault = Some(o);
+                        }
+                        Step::Done(()) => *fault = None,
+                    }
+                    return Outcome::Moved(true);
+                }
+                if let Some(op) = wp {
+                    let mut o = op.clone();
+                    match tri!(self.run_op(sc, false, |cx| o.step(cx))) {
+                        Step::Next => *wp = Some(o),
+                        Step::Wait(_) => unreachable!("write-protect faults do not wait"),
+                        Step::Done(()) => *wp = None,
+                    }
+                    return Outcome::Moved(true);
+                }
+                let Some((_, addr, is_wp)) = self.k.events.pop_front() else {
+                    return Outcome::Moved(false);
+                };
+                if is_wp {
+                    *wp = Some(WpFault::new(addr));
+                } else {
+                    *fault = Some(MissingFault::new(addr, false, false));
+                }
+                Outcome::Moved(true)
+            }
+            Actor::Evictor { cycles, want, op } => {
+                let mut o = match op.take() {
+                    Some(o) => o,
+                    None if *cycles > 0 => {
+                        *cycles -= 1;
+                        Evict::new(*want)
+                    }
+                    None => return Outcome::Moved(false),
+                };
+                match tri!(self.run_op(sc, refuse, |cx| o.step(cx))) {
+                    Step::Next => *op = Some(o),
+                    Step::Wait(_) => unreachable!("eviction does not wait"),
+                    Step::Done(_) => {}
+                }
+                Outcome::Moved(true)
+            }
+            Actor::Ager { passes, op } => {
+                let mut o = match op.take() {
+                    Some(o) => o,
+                    None if *passes > 0 => {
+                        *passes -= 1;
+                        Age::new()
+                    }
+                    None => return Outcome::Moved(false),
+                };
+                match tri!(self.run_op(sc, false, |cx| o.step(cx))) {
+                    Step::Next => *op = Some(o),
+                    Step::Wait(_) => unreachable!("aging does not wait"),
+                    Step::Done(_) => {}
+                }
+                Outcome::Moved(true)
+            }
+            Actor::Releaser { op, started } => {
+                let mut o = match op.take() {
+                    Some(o) => o,
+                    None if !*started => {
+                        *started = true;
+                        let id = self.st.regions[&BASE].id;
+                        Release::into_plain(BASE, id)
+                    }
+                    None => return Outcome::Moved(false),
+                };
+                match tri!(self.run_op(sc, false, |cx| o.step(cx))) {
+                    Step::Next => *op = Some(o),
+                    Step::Wait(seen) => {
+                        if self.st.changes == seen {
+                            *op = Some(o);
+                            return Outcome::Moved(false);
+                        }
+                        *op = Some(o);
+                    }
+                    Step::Done(()) => {
+                        // The runtime unregisters the range after forgetting
+                        // it: threads waiting there are woken.
+                        for i in 0..sc.pages {
+                            self.k.page(page_addr(i)).registered = false;
+                            self.k.page(page_addr(i)).wp = false;
+                        }
+                        self.k.wake_range(BASE, sc.pages * PAGE);
+                    }
+                }
+                Outcome::Moved(true)
+            }
+        }
+    }
+
+    /// The end state: every page holds the last value written.
+    fn check_end(&self, sc: &Scenario) -> Result<(), Violation> {
+        if self.st.in_flight != 0
+            || self
+                .st
+                .regions
+                .values()
+                .any(|r| r.in_flight != 0 || r.pages.iter().any(|p| p.state.in_flight()))
+        {
+            return Err(Violation::LeftInFlight);
+        }
+        for i in 0..sc.pages {
+            let addr = page_addr(i);
+            let Some(&wrote) = self.history.get(&addr).and_then(|h| h.last()) else {
+                continue;
+            };
+            let kp = self.k.pages.get(&addr).copied().unwrap_or_default();
+            let has = match kp.value {
+                Some(v) => v,
+                None => match self.st.regions.get(&BASE).map(|r| r.pages[i].state) {
+                    Some(PageState::Swapped { store, slot }) => {
+                        self.s.slots.get(&(store, slot)).copied().unwrap_or(0)
+                    }
+                    _ => 0,
+                },
+            };
+            if has != wrote {
+                return Err(Violation::LostWrite {
+                    page: addr,
+                    has,
+                    wrote,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fingerprint(w: &World) -> u128 {
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    w.hash(&mut a);
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    0x9e37_79b9_7f4a_7c15_u64.hash(&mut b);
+    w.hash(&mut b);
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+/// Explores every interleaving of `sc`; the number of distinct states, or
+/// the first violation found (its interleaving is printed to stderr).
+pub(crate) fn check(sc: &Scenario) -> Result<usize, Violation> {
+    let mut seen: HashSet<u128> = HashSet::new();
+    // Each state with the path that reached it: (actor, refused) per step.
+    let mut stack = vec![(sc.world(), Vec::<(u8, bool)>::new())];
+    while let Some((w, path)) = stack.pop() {
+        if !seen.insert(fingerprint(&w)) {
+            continue;
+        }
+        let mut moved = false;
+        for i in 0..w.actors.len() {
+            let storing =
+                matches!(&w.actors[i], Actor::Evictor { op: Some(_), .. }) && w.s.refusals > 0;
+            for refuse in [false, true] {
+                if refuse && !storing {
+                    continue;
+                }
+                let mut n = w.clone();
+                let mut p = path.clone();
+                p.push((i as u8, refuse));
+                match n.step(i, sc, refuse) {
+                    Outcome::Moved(false) => {}
+                    Outcome::Moved(true) => {
+                        // A refusal that was not used is the same branch.
+                        if refuse && n.s.refusals == w.s.refusals {
+                            continue;
+                        }
+                        moved = true;
+                        stack.push((n, p));
+                    }
+                    Outcome::Violation(v) => {
+                        print_trace(sc, &p, &v);
+                        return Err(v);
+                    }
+                }
+            }
+        }
+        if !moved {
+            let stuck: Vec<String> = w
+                .actors
+                .iter()
+                .filter(|a| !w.done(a))
+                .map(|a| format!("{a:?}"))
+                .collect();
+            let end = if stuck.is_empty() {
+                w.check_end(sc)
+            } else {
+                Err(Violation::Stuck(stuck.join("; ")))
+            };
+            if let Err(v) = end {
+                print_trace(sc, &path, &v);
+                return Err(v);
+            }
+        }
+    }
+    Ok(seen.len())
+}
+
+/// Replays `path` from the start, printing each step's actor as it was
+/// before the step.
+fn print_trace(sc: &Scenario, path: &[(u8, bool)], v: &Violation) {
+    let mut w = sc.world();
+    eprintln!("counterexample ({} steps) ending in: {v}", path.len());
+    for (n, &(i, refuse)) in path.iter().enumerate() {
+        let before = format!("{:?}", w.actors[i as usize]);
+        let _ = w.step(i as usize, sc, refuse);
+        let pages: Vec<String> =
+            w.st.regions
+                .get(&BASE)
+                .map(|r| r.pages.iter().map(|p| format!("{:?}", p.state)).collect())
+                .unwrap_or_default();
+        let kernel: Vec<String> = (0..sc.pages)
+            .map(|j| {
+                let k = w.k.pages.get(&page_addr(j)).copied().unwrap_or_default();
+                format!("{:?}{}", k.value, if k.wp { "wp" } else { "" })
+            })
+            .collect();
+        eprintln!(
+            "{n:3}. actor {i}{} {before}\n     -> states {pages:?} kernel {kernel:?} events {:?}",
+            if refuse { " (store refuses)" } else { "" },
+            w.k.events
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Flaw;
+    use Access::{Read, Write};
+
+    fn tun(folio: usize, cluster: u32, flaw: Option<Flaw>) -> Tunables {
+        Tunables {
+            folio_pages: folio,
+            page_cluster: cluster,
+            workingset_pages: 1,
+            flaw,
+        }
+    }
+
+    /// Two threads write pages they touch first, the reclaimer evicts, an
+    /// ager write-protects: the first-touch path of issue 10's lost write.
+    fn first_touch(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![None, None],
+            programs: vec![vec![Write(0, 1), Read(0)], vec![Write(1, 3), Read(1)]],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 2,
+            aging_passes: 1,
+            store_refusals: 1,
+            release: false,
+            mode: Mode::KernelFaults,
+            tun: tun(2, 0, flaw),
+        }
+    }
+
+    /// Swapped pages faulted back with fault-around, rewritten while the
+    /// reclaimer evicts and the ager protects.
+    fn swap_in(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![Some((5, true)), Some((6, true))],
+            programs: vec![vec![Read(0), Write(0, 1), Read(0)], vec![Read(1)]],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 2,
+            aging_passes: 1,
+            store_refusals: 0,
+            release: false,
+            mode: Mode::KernelFaults,
+            tun: tun(2, 1, flaw),
+        }
+    }
+
+    /// Write tracking: a resident page written while aging protects it and
+    /// the reclaimer evicts it.
+    fn tracking(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![Some((5, false))],
+            programs: vec![vec![Write(0, 1), Read(0), Write(0, 2)]],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 1,
+            aging_passes: 2,
+            store_refusals: 0,
+            release: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
+    /// A system call writing into a page (read(2) into a buffer) with a
+    /// user-mode-only userfaultfd: pinned, it must never see EFAULT,
+    /// whatever the page's state and whatever reclaim and aging do.
+    fn syscall(initial: Option<(u8, bool)>, flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![initial],
+            programs: vec![],
+            syscalls: vec![(0, Some(9))],
+            evict_cycles: 2,
+            evict_want: 1,
+            aging_passes: 2,
+            store_refusals: 0,
+            release: false,
+            mode: Mode::UserModeOnly,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
+    /// A region released into plain memory while a thread faults on it and
+    /// the reclaimer evicts.
+    fn release() -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![Some((5, true)), Some((6, false))],
+            programs: vec![vec![Read(0), Write(1, 2), Read(1)]],
+            syscalls: vec![],
+            evict_cycles: 1,
+            evict_want: 2,
+            aging_passes: 0,
+            store_refusals: 0,
+            release: true,
+            mode: Mode::KernelFaults,
+            tun: tun(2, 1, None),
+        }
+    }
+
+    fn passes(name: &str, sc: Scenario) {
+        match check(&sc) {
+            Ok(states) => {
+                eprintln!("{name}: {states} states, no violation");
+                assert!(states > 100, "{name}: only {states} states explored");
+            }
+            Err(v) => panic!("{name}: {v}"),
+        }
+    }
+
+    fn fails(name: &str, sc: Scenario) -> Violation {
+        let v = check(&sc).expect_err("the checker must catch the flaw");
+        eprintln!("{name}: {v}");
+        v
+    }
+
+    #[test]
+    fn first_touch_is_safe_in_every_interleaving() {
+        passes("first touch", first_touch(None));
+    }
+
+    #[test]
+    fn swap_in_with_fault_around_is_safe_in_every_interleaving() {
+        passes("swap-in", swap_in(None));
+    }
+
+    #[test]
+    fn write_tracking_is_safe_in_every_interleaving() {
+        passes("write tracking", tracking(None));
+    }
+
+    #[test]
+    fn pinned_system_calls_never_fault_in_the_kernel() {
+        for init in [None, Some((5, false)), Some((5, true))] {
+            passes(&format!("syscall on {init:?}"), syscall(init, None));
+        }
+    }
+
+    #[test]
+    fn release_into_plain_memory_keeps_every_byte() {
+        passes("release", release());
+    }
+
+    #[test]
+    fn the_pre_fix_first_touch_loses_a_write() {
+        let v = fails(
+            "resident before mapped",
+            first_touch(Some(Flaw::ResidentBeforeMapped)),
+        );
+        assert!(
+            matches!(
+                v,
+                Violation::LostWrite { .. }
+                    | Violation::BadRead { .. }
+                    | Violation::EvictedUnmapped(_)
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn unprotecting_and_publishing_before_unmapping_loses_a_write() {
+        let v = fails(
+            "unprotect before unmap",
+            tracking(Some(Flaw::UnprotectBeforeUnmap)),
+        );
+        assert!(
+            matches!(
+                v,
+                Violation::LostWrite { .. } | Violation::BadRead { .. } | Violation::Fatal(_)
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn unprotecting_outside_the_lock_loses_a_write() {
+        let v = fails(
+            "unlocked unprotect",
+            tracking(Some(Flaw::UnprotectUnlocked)),
+        );
+        assert!(
+            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn pins_that_do_not_settle_or_aging_that_ignores_them_give_efault() {
+        let v = fails(
+            "pin without settle",
+            syscall(Some((5, false)), Some(Flaw::PinWithoutSettle)),
+        );
+        assert!(matches!(v, Violation::Efault { .. }), "{v:?}");
+        let v = fails(
+            "aging ignores pins",
+            syscall(Some((5, false)), Some(Flaw::AgingIgnoresPins)),
+        );
+        assert!(matches!(v, Violation::Efault { .. }), "{v:?}");
+    }
+}

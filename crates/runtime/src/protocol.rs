@@ -1,0 +1,1658 @@
+//! The page-state machine: every state a region page can be in, every
+//! transition, and the order of kernel calls around each transition.
+//!
+//! This module is the protocol. The runtime executes it against the real
+//! kernel and store ([`crate::env::RealEnv`]); the exhaustive model checker
+//! (`model.rs`, tests only) executes the *same functions* against a model
+//! kernel and store, interleaving every step of every operation with the
+//! program's accesses. Nothing here spawns threads, sleeps or knows about
+//! userfaultfd: an operation is a small step machine whose
+//! [`step`](Evict::step) either changes [`State`] under the state lock or
+//! makes exactly one call to the [`Env`] without it, and says whether it
+//! should run again ([`Step::Next`]), wait for another operation
+//! ([`Step::Wait`]), or is done.
+//!
+//! ## Page states
+//!
+//! ```text
+//!   Untouched ──first touch──▶ Filling ──mapped──▶ Resident ◀─────────────┐
+//!                                                   │  ▲                  │
+//!                                       picked by   │  │ store refused /  │
+//!                                       reclaim     ▼  │ unmap failed     │
+//!                                                 Evicting ──unmapped──▶ Swapped
+//!                                                                         │
+//!                                           Resident ◀──mapped── Loading ◀┘ missing fault
+//! ```
+//!
+//! * `Untouched`: never mapped; reads as zeros.
+//! * `Filling`: a first-touch fault is mapping zeroed pages here.
+//! * `Resident`: mapped. Write tracking may have write-protected it
+//!   (`armed`); in a forked child it may still be shared with the parent
+//!   (`shared`: not charged, not on the LRU, write-protected until written).
+//! * `Evicting`: write-protected, being copied into the store, then
+//!   unmapped. Writers wait in a write-protect fault; readers proceed.
+//! * `Loading`: its stored copy is being mapped back.
+//! * `Swapped`: unmapped; its bytes are in store `store` at `slot`.
+//!
+//! `Filling`, `Evicting` and `Loading` are *in flight*: exactly one
+//! operation owns the page, and counts itself in its region's and the
+//! state's `in_flight`. Nothing else changes an in-flight page's state or
+//! mapping.
+//!
+//! ## Invariants (the model checker checks 1–4 in every interleaving)
+//!
+//! 1. **No lost write.** The bytes a program wrote are the bytes it reads
+//!    back: a page is unmapped only after its copy is stored, and no write
+//!    can land between the copy and the unmap (the page is write-protected
+//!    from before the copy until after the unmap).
+//! 2. **No wrong read.** A read sees zeros only for a page never written;
+//!    otherwise the last value written.
+//! 3. **Resident means mapped.** A `Resident` or `Evicting` page is mapped
+//!    (or was discarded behind the runtime's back, and reads as zeros).
+//! 4. **Nobody waits forever.** A thread blocked in a fault is woken by
+//!    the operation in flight on its page, or its fault is served.
+//! 5. **Pinned pages stay usable by the kernel.** A page pinned by a
+//!    system call ([`Pin`]) is not evicted and not write-protected by aging
+//!    while pinned, so the kernel can read and write it without a fault
+//!    (invariant of the syscall guard, checked by the model).
+//! 6. **A region's pages leave every structure with it.** LRU records name
+//!    a region by id (never reused); records of a dropped region, or of a
+//!    page since evicted and refaulted, are dead and skipped, and are
+//!    compacted away once they outnumber the live ones.
+//!
+//! ## Lock order
+//!
+//! The state lock is the only lock here. A step that calls the [`Env`]
+//! does so without it, except [`WpFault`], which removes write-tracking
+//! protection while holding it so that no eviction of that page can start
+//! in between (the model's `Flaw::UnprotectUnlocked` shows the lost write
+//! otherwise).
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// Bytes in a page.
+pub const PAGE: usize = zswap::PAGE_SIZE;
+
+/// A swap slot of a store.
+pub type Slot = u64;
+
+/// Which store holds a swapped page: 0 is this process's own; a forked
+/// child's pages swapped out by an ancestor are in that ancestor's store,
+/// inherited read-only (1, 2, … in the order they were inherited).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct StoreId(pub u8);
+
+impl StoreId {
+    pub const OWN: StoreId = StoreId(0);
+}
+
+/// Reprieves a page found written by an aging pass gets from reclaim.
+pub const WRITTEN_REPRIEVES: u8 = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum PageState {
+    Untouched,
+    Filling,
+    Resident,
+    Evicting,
+    Loading,
+    Swapped { store: StoreId, slot: Slot },
+}
+
+impl PageState {
+    pub fn in_flight(self) -> bool {
+        matches!(self, Self::Filling | Self::Evicting | Self::Loading)
+    }
+}
+
+/// One page of a region.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Page {
+    pub state: PageState,
+    /// System calls in flight that use this page ([`Pin`]).
+    pub pins: u16,
+    /// Reclaim passes it is spared for: it was written recently.
+    pub referenced: u8,
+    /// Write-protected by the last aging pass (or, in a forked child, at
+    /// adoption): found unprotected later means written.
+    pub armed: bool,
+    /// Refaulted within the workingset: spared by the next reclaim pass.
+    pub active: bool,
+    /// A fault arrived while an operation was in flight here: wake the
+    /// range when it ends.
+    pub waiters: bool,
+    /// Forked child only: mapped copy-on-write from the parent and not yet
+    /// written, so not charged to this process and not on its LRU.
+    pub shared: bool,
+    /// Bumped each time the page is queued on the LRU; only the record
+    /// with the current generation is live.
+    pub lru_gen: u16,
+    /// Eviction clock (low 32 bits) when last evicted: the shadow entry.
+    pub shadow: u32,
+}
+
+impl Page {
+    pub const UNTOUCHED: Page = Page {
+        state: PageState::Untouched,
+        pins: 0,
+        referenced: 0,
+        armed: false,
+        active: false,
+        waiters: false,
+        shared: false,
+        lru_gen: 0,
+        shadow: 0,
+    };
+
+    fn evictable(&self) -> bool {
+        self.state == PageState::Resident && self.pins == 0 && !self.shared
+    }
+}
+
+/// The pages of one region, and what is in flight there.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct RegionPages {
+    /// Unique for the runtime's life: a region made later at the same
+    /// address has another id.
+    pub id: u64,
+    pub pages: Vec<Page>,
+    /// Being dropped or released: no eviction or aging starts here.
+    pub dying: bool,
+    /// Operations in flight on this region.
+    pub in_flight: u32,
+    /// An aging pass is write-protecting this region now.
+    pub aging: bool,
+}
+
+impl RegionPages {
+    pub fn len_bytes(&self) -> usize {
+        self.pages.len() * PAGE
+    }
+}
+
+/// A record of the LRU: region (by base and id), page, generation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct LruRecord {
+    base: usize,
+    id: u64,
+    idx: u32,
+    gen: u16,
+}
+
+/// Everything the state lock guards.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct State {
+    /// Regions by base address.
+    pub regions: BTreeMap<usize, RegionPages>,
+    /// Resident pages, oldest first (dead records are skipped).
+    lru: VecDeque<LruRecord>,
+    /// Charged resident pages: mapped, not shared with a parent.
+    pub resident: usize,
+    /// Pages evicted so far: the workingset clock.
+    pub evictions: u64,
+    next_id: u64,
+    /// A fork is being prepared: no operation starts.
+    pub forking: bool,
+    /// Operations in flight, over all regions.
+    pub in_flight: usize,
+    /// Bumped whenever something a waiting operation waits for changed.
+    pub changes: u64,
+    /// Threads sleeping until `changes` moves.
+    pub sleepers: u32,
+}
+
+impl State {
+    /// The region holding `addr`: `(base, page index)`.
+    pub fn locate(&self, addr: usize) -> Option<(usize, usize)> {
+        let (&base, r) = self.regions.range(..=addr).next_back()?;
+        let idx = (addr - base) / PAGE;
+        (idx < r.pages.len()).then_some((base, idx))
+    }
+
+    /// Records a new region of `npages` untouched pages at `base`.
+    pub fn add_region(&mut self, base: usize, npages: usize) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.regions.insert(
+            base,
+            RegionPages {
+                id,
+                pages: vec![Page::UNTOUCHED; npages],
+                dying: false,
+                in_flight: 0,
+                aging: false,
+            },
+        );
+        id
+    }
+
+    /// The region at `base` if it is still the one with `id`.
+    pub fn region(&mut self, base: usize, id: u64) -> Option<&mut RegionPages> {
+        self.regions.get_mut(&base).filter(|r| r.id == id)
+    }
+
+    fn push_lru(&mut self, base: usize, idx: usize) {
+        let Some(r) = self.regions.get_mut(&base) else {
+            return;
+        };
+        let page = &mut r.pages[idx];
+        page.lru_gen = page.lru_gen.wrapping_add(1);
+        let rec = LruRecord {
+            base,
+            id: r.id,
+            idx: idx as u32,
+            gen: page.lru_gen,
+        };
+        self.lru.push_back(rec);
+        self.compact_lru();
+    }
+
+    /// Whether an LRU record still names a resident page of a live region.
+    fn live(&self, rec: &LruRecord) -> bool {
+        self.regions.get(&rec.base).is_some_and(|r| {
+            r.id == rec.id
+                && r.pages
+                    .get(rec.idx as usize)
+                    .is_some_and(|p| p.lru_gen == rec.gen && p.state == PageState::Resident)
+        })
+    }
+
+    /// Drops dead records once they outnumber the live ones (each resident
+    /// page has at most one live record): amortised O(1) per push.
+    fn compact_lru(&mut self) {
+        if self.lru.len() > 2 * self.resident + 4096 {
+            let lru = std::mem::take(&mut self.lru);
+            self.lru = lru.into_iter().filter(|r| self.live(r)).collect();
+        }
+    }
+
+    /// LRU records, live or dead (for tests of invariant 6).
+    pub fn lru_records(&self) -> usize {
+        self.lru.len()
+    }
+
+    /// Live LRU records naming the region at `base` (any id).
+    pub fn live_lru_records_of(&self, base: usize) -> usize {
+        self.lru
+            .iter()
+            .filter(|r| r.base == base && self.live(r))
+            .count()
+    }
+
+    fn begin(&mut self, base: usize) {
+        self.in_flight += 1;
+        if let Some(r) = self.regions.get_mut(&base) {
+            r.in_flight += 1;
+        }
+    }
+
+    fn end(&mut self, base: usize) {
+        self.in_flight -= 1;
+        if let Some(r) = self.regions.get_mut(&base) {
+            r.in_flight -= 1;
+        }
+    }
+
+    /// Makes page `idx` of the region at `base` resident and queues it for
+    /// reclaim (model set-up; a forked child adopting its pages).
+    pub fn install_resident(&mut self, base: usize, idx: usize) {
+        if let Some(r) = self.regions.get_mut(&base) {
+            r.pages[idx].state = PageState::Resident;
+            self.resident += 1;
+            self.push_lru(base, idx);
+        }
+    }
+
+    /// Something a waiting operation may wait for changed.
+    pub fn changed(&mut self, cv: &Condvar) {
+        self.changes = self.changes.wrapping_add(1);
+        if self.sleepers > 0 {
+            cv.notify_all();
+        }
+    }
+}
+
+/// A counter the protocol bumps; the runtime keeps them (see
+/// [`crate::counters`]), the model ignores them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Event {
+    Fault,
+    ZeroFault,
+    SwapinFault,
+    AroundPages,
+    EvictedPages,
+    EvictFailures,
+    WorkingsetRefault,
+    WorkingsetActivate,
+    WpFault,
+    AgingScan,
+    PagesWritten,
+    WrittenReprieved,
+    ExternalDiscard,
+    Unshared,
+}
+
+impl Event {
+    /// How many kinds of event there are.
+    pub const COUNT: usize = 14;
+}
+
+/// A failed kernel call, with the operation, range and errno.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{op} of {len} bytes at {addr:#x} failed: errno {errno} ({})", std::io::Error::from_raw_os_error(*.errno))]
+pub struct KernelError {
+    pub op: &'static str,
+    pub addr: usize,
+    pub len: usize,
+    pub errno: i32,
+}
+
+impl KernelError {
+    pub fn is(&self, errno: i32) -> bool {
+        self.errno == errno
+    }
+}
+
+/// Why the store would not take or give a page.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// An error the protocol cannot recover from: the runtime ends the program
+/// with it (a kernel call that must not fail did, or a stored page cannot
+/// be read back: the kernel's SIGBUS).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fatal {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("a runtime thread faulted on region page {0:#x} (invariant: runtime threads touch only pages they evict; in a system call that would deadlock)")]
+    RuntimeThreadFault(usize),
+    #[error("swap-in of {addr:#x} (store {store}, slot {slot}) failed: {error}")]
+    SwapIn {
+        addr: usize,
+        store: u8,
+        slot: Slot,
+        error: StoreError,
+    },
+}
+
+/// What the protocol needs from the world: the kernel's userfaultfd and
+/// memory calls, the store, and counters.
+pub trait Env {
+    /// A page's bytes in flight between the store and the kernel.
+    type Buf: Clone + Eq + Hash + Debug + Default;
+
+    /// Maps `pages` fresh zeroed pages at `addr` and wakes threads waiting
+    /// there. `write`: the faulting access is a write (map private zeroed
+    /// pages, not the shared zero page).
+    fn map_zeros(&self, addr: usize, pages: usize, write: bool) -> Result<(), KernelError>;
+    /// Maps one page holding `buf` at `addr` and wakes its waiters.
+    fn map(&self, addr: usize, buf: &Self::Buf) -> Result<(), KernelError>;
+    fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError>;
+    fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError>;
+    /// Removes write protection, waking the writers blocked on it if `wake`.
+    fn unprotect(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError>;
+    /// Unmaps (`MADV_DONTNEED`): the next access faults.
+    fn discard(&self, addr: usize, len: usize) -> Result<(), KernelError>;
+    /// Appends the sub-ranges of `[addr, addr + len)` that are mapped and
+    /// not write-protected (written since protected).
+    fn written(
+        &self,
+        addr: usize,
+        len: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> Result<(), KernelError>;
+
+    /// Stores the `pages` mapped, write-protected pages at `addr` (read in
+    /// place); returns one slot per page. An error stores nothing.
+    fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError>;
+    /// Reads the page at `slot` into `out` and frees it (own store), or
+    /// copies it (inherited store). `neighbours`: other slots of the same
+    /// store the caller also wants (fault-around); those the store has at
+    /// hand are returned (and freed likewise), the rest stay stored.
+    fn load(
+        &self,
+        store: StoreId,
+        slot: Slot,
+        out: &mut Self::Buf,
+        neighbours: &[Slot],
+    ) -> Result<Vec<(Slot, Self::Buf)>, StoreError>;
+    /// Frees a slot whose page is no longer wanted.
+    fn free(&self, store: StoreId, slot: Slot);
+
+    fn count(&self, event: Event, n: usize);
+}
+
+/// Settings the protocol follows.
+#[derive(Clone, Debug)]
+pub struct Tunables {
+    /// Longest run mapped by one first-touch fault, and evicted as one
+    /// folio; runs are aligned to it.
+    pub folio_pages: usize,
+    /// Fault-around window: `1 << page_cluster` pages.
+    pub page_cluster: u32,
+    /// A page refaulting within this many evictions is active.
+    pub workingset_pages: u64,
+    /// A deliberately broken variant, to show the model checker catching it.
+    #[cfg(test)]
+    pub flaw: Option<Flaw>,
+}
+
+/// Known-wrong variants of the protocol: each must make the model checker
+/// report a violation. Only test builds can select one ([`Tunables`] has
+/// the field only there).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Flaw {
+    /// First touch publishes `Resident` (and queues the pages for reclaim)
+    /// before they are mapped: the lost write of issue 10.
+    ResidentBeforeMapped,
+    /// Eviction removes the protection and publishes `Swapped` before it
+    /// unmaps (an earlier version's order).
+    UnprotectBeforeUnmap,
+    /// A write-tracking fault removes the protection after dropping the
+    /// state lock.
+    UnprotectUnlocked,
+    /// Pinning does not wait for an eviction in flight.
+    PinWithoutSettle,
+    /// Aging write-protects pinned pages too.
+    AgingIgnoresPins,
+}
+
+impl Tunables {
+    #[cfg(test)]
+    fn flawed(&self, f: Flaw) -> bool {
+        self.flaw == Some(f)
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn flawed(&self, _: Flaw) -> bool {
+        false
+    }
+}
+
+/// What an operation's step asks for next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step<T> {
+    /// Run the next step.
+    Next,
+    /// Wait until `State::changes` differs from the value given, then run
+    /// the same step again.
+    Wait(u64),
+    Done(T),
+}
+
+/// What every step gets.
+pub struct Cx<'a, E: Env> {
+    pub state: &'a Mutex<State>,
+    /// Notified when `State::changes` moves and someone sleeps on it.
+    pub changed: &'a Condvar,
+    pub env: &'a E,
+    pub tun: &'a Tunables,
+}
+
+impl<E: Env> Cx<'_, E> {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+}
+
+fn page_addr(base: usize, idx: usize) -> usize {
+    base + idx * PAGE
+}
+
+// ---------------------------------------------------------------------------
+// Missing faults: first touch, swap-in with fault-around.
+
+/// A missing fault at `addr` (a read, or a write if `write`), taken by a
+/// runtime thread if `by_runtime`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct MissingFault<B> {
+    pub addr: usize,
+    pub write: bool,
+    pub by_runtime: bool,
+    pc: MissingPc<B>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum MissingPc<B> {
+    Start,
+    /// Map zeros over pages `first..first + n` of the region at `base`.
+    Fill {
+        base: usize,
+        first: usize,
+        n: usize,
+    },
+    /// The fill is mapped: publish.
+    FillDone {
+        base: usize,
+        first: usize,
+        n: usize,
+    },
+    /// Load page `idx` (and its `around` neighbours) from the store.
+    Load {
+        base: usize,
+        idx: usize,
+        store: StoreId,
+        slot: Slot,
+        around: Vec<(usize, Slot)>,
+        tries: u8,
+    },
+    /// Map what was loaded, one page per step: the fault's own page
+    /// (`own`, until mapped), then the neighbours in `got`.
+    Map {
+        base: usize,
+        own: Option<(usize, B)>,
+        got: Vec<(usize, B)>,
+        mapped: Vec<usize>,
+        around: Vec<(usize, Slot)>,
+        store: StoreId,
+    },
+    LoadDone {
+        base: usize,
+        mapped: Vec<usize>,
+        around: Vec<(usize, Slot)>,
+        store: StoreId,
+    },
+    /// Wake threads waiting in `[addr, addr + len)`.
+    Wake {
+        addr: usize,
+        len: usize,
+    },
+}
+
+impl<B: Clone + Default> MissingFault<B> {
+    pub fn new(addr: usize, write: bool, by_runtime: bool) -> Self {
+        Self {
+            addr: addr & !(PAGE - 1),
+            write,
+            by_runtime,
+            pc: MissingPc::Start,
+        }
+    }
+
+    pub fn step<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        match std::mem::replace(&mut self.pc, MissingPc::Start) {
+            MissingPc::Start => self.start(cx),
+            MissingPc::Fill { base, first, n } => {
+                let addr = page_addr(base, first);
+                match cx.env.map_zeros(addr, n, self.write) {
+                    Ok(()) => {}
+                    Err(e) if e.is(libc::EAGAIN) => {
+                        self.pc = MissingPc::Fill { base, first, n };
+                        return Ok(Step::Next);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
+                    return Ok(Step::Done(()));
+                }
+                self.pc = MissingPc::FillDone { base, first, n };
+                Ok(Step::Next)
+            }
+            MissingPc::FillDone { base, first, n } => {
+                let mut st = cx.lock();
+                let waiters = publish_filled(&mut st, base, first, n);
+                st.end(base);
+                st.changed(cx.changed);
+                Ok(self.wake_if(waiters, page_addr(base, first), n * PAGE))
+            }
+            MissingPc::Load {
+                base,
+                idx,
+                store,
+                slot,
+                around,
+                tries,
+            } => {
+                let mut buf = B::default();
+                let wanted: Vec<Slot> = around.iter().map(|a| a.1).collect();
+                match cx.env.load(store, slot, &mut buf, &wanted) {
+                    Ok(loaded) => {
+                        let got = loaded
+                            .into_iter()
+                            .filter_map(|(s, b)| {
+                                around.iter().find(|a| a.1 == s).map(|&(i, _)| (i, b))
+                            })
+                            .collect();
+                        self.pc = MissingPc::Map {
+                            base,
+                            own: Some((idx, buf)),
+                            got,
+                            mapped: Vec::new(),
+                            around,
+                            store,
+                        };
+                        Ok(Step::Next)
+                    }
+                    // A transient error (an I/O error) is tried again; then,
+                    // like the kernel's SIGBUS, the page cannot be produced.
+                    Err(error) if tries >= 2 => Err(Fatal::SwapIn {
+                        addr: page_addr(base, idx),
+                        store: store.0,
+                        slot,
+                        error,
+                    }),
+                    Err(_) => {
+                        self.pc = MissingPc::Load {
+                            base,
+                            idx,
+                            store,
+                            slot,
+                            around,
+                            tries: tries + 1,
+                        };
+                        Ok(Step::Next)
+                    }
+                }
+            }
+            MissingPc::Map {
+                base,
+                mut own,
+                mut got,
+                mut mapped,
+                around,
+                store,
+            } => {
+                let next = match own.take() {
+                    Some(page) => Some(page),
+                    None => got.pop(),
+                };
+                let Some((i, b)) = next else {
+                    self.pc = MissingPc::LoadDone {
+                        base,
+                        mapped,
+                        around,
+                        store,
+                    };
+                    return Ok(Step::Next);
+                };
+                match cx.env.map(page_addr(base, i), &b) {
+                    Ok(()) => mapped.push(i),
+                    // The address space is changing: try the page again.
+                    Err(e) if e.is(libc::EAGAIN) => got.push((i, b)),
+                    Err(e) => return Err(e.into()),
+                }
+                self.pc = MissingPc::Map {
+                    base,
+                    own,
+                    got,
+                    mapped,
+                    around,
+                    store,
+                };
+                Ok(Step::Next)
+            }
+            MissingPc::LoadDone {
+                base,
+                mapped,
+                around,
+                store,
+            } => {
+                let mut st = cx.lock();
+                let waiters = publish_loaded(&mut st, base, &mapped, &around, store);
+                st.end(base);
+                st.changed(cx.changed);
+                cx.env
+                    .count(Event::AroundPages, mapped.len().saturating_sub(1));
+                let (lo, hi) = span(&mapped, &around);
+                Ok(self.wake_if(waiters, page_addr(base, lo), (hi - lo + 1) * PAGE))
+            }
+            MissingPc::Wake { addr, len } => {
+                cx.env.wake(addr, len)?;
+                Ok(Step::Done(()))
+            }
+        }
+    }
+
+    fn wake_if(&mut self, waiters: bool, addr: usize, len: usize) -> Step<()> {
+        if waiters {
+            self.pc = MissingPc::Wake { addr, len };
+            Step::Next
+        } else {
+            Step::Done(())
+        }
+    }
+
+    fn start<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        if st.forking {
+            return Ok(Step::Wait(st.changes));
+        }
+        let Some((base, idx)) = st.locate(self.addr) else {
+            // Not ours any more: the region went, and unregistering it woke
+            // the thread.
+            return Ok(Step::Done(()));
+        };
+        let limit = cx.tun.workingset_pages;
+        let evictions = st.evictions;
+        let folio = cx.tun.folio_pages.max(1);
+        let cluster = 1usize << cx.tun.page_cluster;
+        let region = st.regions.get_mut(&base).expect("located");
+        let state = region.pages[idx].state;
+        match state {
+            PageState::Untouched => {
+                cx.env.count(Event::Fault, 1);
+                cx.env.count(Event::ZeroFault, 1);
+                // Like an mTHP first-touch fault: the folio-aligned run of
+                // untouched pages around the fault is mapped at once.
+                let lo = idx - idx % folio;
+                let hi = (lo + folio).min(region.pages.len());
+                let untouched = |p: &Page| p.state == PageState::Untouched;
+                let first = (lo..idx)
+                    .rev()
+                    .take_while(|&i| untouched(&region.pages[i]))
+                    .last()
+                    .unwrap_or(idx);
+                let last = (idx + 1..hi)
+                    .take_while(|&i| untouched(&region.pages[i]))
+                    .last()
+                    .unwrap_or(idx);
+                let n = last - first + 1;
+                if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
+                    for p in &mut region.pages[first..=last] {
+                        p.state = PageState::Resident;
+                    }
+                    st.resident += n;
+                    for i in first..=last {
+                        st.push_lru(base, i);
+                    }
+                } else {
+                    for p in &mut region.pages[first..=last] {
+                        p.state = PageState::Filling;
+                    }
+                    st.begin(base);
+                }
+                self.pc = MissingPc::Fill { base, first, n };
+                Ok(Step::Next)
+            }
+            PageState::Swapped { store, slot } => {
+                cx.env.count(Event::Fault, 1);
+                cx.env.count(Event::SwapinFault, 1);
+                let page = &mut region.pages[idx];
+                page.state = PageState::Loading;
+                if evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff <= limit {
+                    page.active = true;
+                    cx.env.count(Event::WorkingsetRefault, 1);
+                }
+                // Fault-around: swapped neighbours of the same store in the
+                // fault's cluster come along, if the store has them at hand.
+                let lo = idx & !(cluster - 1);
+                let hi = (lo + cluster).min(region.pages.len());
+                let mut around = Vec::new();
+                for i in (lo..hi).filter(|&i| i != idx) {
+                    if let PageState::Swapped { store: s, slot } = region.pages[i].state {
+                        if s == store {
+                            region.pages[i].state = PageState::Loading;
+                            around.push((i, slot));
+                        }
+                    }
+                }
+                st.begin(base);
+                self.pc = MissingPc::Load {
+                    base,
+                    idx,
+                    store,
+                    slot,
+                    around,
+                    tries: 0,
+                };
+                Ok(Step::Next)
+            }
+            _ if self.by_runtime && state != PageState::Evicting => {
+                Err(Fatal::RuntimeThreadFault(self.addr))
+            }
+            PageState::Evicting if self.by_runtime => {
+                // The evictor reading its own victim faulted: the page was
+                // discarded behind the runtime's back (a raw MADV_DONTNEED),
+                // so by the kernel's rules it reads as zeros. The evictor
+                // owns the page and waits in this fault: nothing else maps it.
+                cx.env.count(Event::ExternalDiscard, 1);
+                zero_fill_or_wake(cx.env, self.addr)?;
+                Ok(Step::Done(()))
+            }
+            PageState::Filling | PageState::Loading | PageState::Evicting => {
+                // Unmapped while an operation is in flight: never fill it
+                // here; that operation wakes the thread when it ends.
+                region.pages[idx].waiters = true;
+                Ok(Step::Done(()))
+            }
+            PageState::Resident => {
+                // Mapped meanwhile by fault-around or a fill (EEXIST: wake),
+                // or discarded by the program itself (it reads as zeros, as
+                // the kernel says). Under the state lock: no eviction can
+                // start on the page and unmap it between the look and the
+                // fill, which would put zeros over its stored copy.
+                zero_fill_or_wake(cx.env, self.addr)?;
+                Ok(Step::Done(()))
+            }
+        }
+    }
+}
+
+/// Maps a zero page at `addr` where nothing is mapped, else wakes the
+/// threads waiting there.
+fn zero_fill_or_wake<E: Env>(env: &E, addr: usize) -> Result<(), Fatal> {
+    match env.map_zeros(addr, 1, false) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(env.wake(addr, PAGE)?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Lowest and highest page index among the fault's pages.
+fn span(mapped: &[usize], around: &[(usize, Slot)]) -> (usize, usize) {
+    let all = mapped.iter().copied().chain(around.iter().map(|a| a.0));
+    let lo = all.clone().min().unwrap_or(0);
+    let hi = all.max().unwrap_or(0);
+    (lo, hi)
+}
+
+/// Filled pages become resident and queue for reclaim. Returns whether a
+/// fault waited on them.
+fn publish_filled(st: &mut State, base: usize, first: usize, n: usize) -> bool {
+    let Some(r) = st.regions.get_mut(&base) else {
+        return false;
+    };
+    let mut waiters = false;
+    for p in &mut r.pages[first..first + n] {
+        debug_assert_eq!(p.state, PageState::Filling);
+        p.state = PageState::Resident;
+        waiters |= std::mem::take(&mut p.waiters);
+    }
+    st.resident += n;
+    for i in first..first + n {
+        st.push_lru(base, i);
+    }
+    waiters
+}
+
+/// Loaded and mapped pages become resident; neighbours that the store did
+/// not hand over are swapped again at their slots.
+fn publish_loaded(
+    st: &mut State,
+    base: usize,
+    mapped: &[usize],
+    around: &[(usize, Slot)],
+    store: StoreId,
+) -> bool {
+    let Some(r) = st.regions.get_mut(&base) else {
+        return false;
+    };
+    let mut waiters = false;
+    for &i in mapped {
+        let p = &mut r.pages[i];
+        p.state = PageState::Resident;
+        waiters |= std::mem::take(&mut p.waiters);
+    }
+    for &(i, slot) in around {
+        let p = &mut r.pages[i];
+        if p.state == PageState::Loading {
+            p.state = PageState::Swapped { store, slot };
+            waiters |= std::mem::take(&mut p.waiters);
+        }
+    }
+    st.resident += mapped.len();
+    for &i in mapped {
+        st.push_lru(base, i);
+    }
+    waiters
+}
+
+// ---------------------------------------------------------------------------
+// Write-protect faults.
+
+/// A write to a write-protected page at `addr`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct WpFault {
+    pub addr: usize,
+    unlocked_unprotect: bool,
+}
+
+impl WpFault {
+    pub fn new(addr: usize) -> Self {
+        Self {
+            addr: addr & !(PAGE - 1),
+            unlocked_unprotect: false,
+        }
+    }
+
+    /// During an eviction the writer waits for the evictor, which wakes it.
+    /// Otherwise the protection is write tracking's (or a forked child's
+    /// copy-on-write tracking) and goes at once, under the state lock: an
+    /// eviction starting meanwhile would otherwise have its copy
+    /// un-protected.
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        if self.unlocked_unprotect {
+            cx.env.unprotect(self.addr, PAGE, true)?;
+            return Ok(Step::Done(()));
+        }
+        let mut st = cx.lock();
+        let Some((base, idx)) = st.locate(self.addr) else {
+            return Ok(Step::Done(())); // not ours: unregistering woke the writer
+        };
+        let r = st.regions.get_mut(&base).expect("located");
+        let page = &mut r.pages[idx];
+        match page.state {
+            PageState::Evicting => Ok(Step::Done(())),
+            PageState::Resident => {
+                cx.env.count(Event::WpFault, 1);
+                // `armed` stays: the next aging pass finds the page
+                // unprotected, hence written.
+                if std::mem::take(&mut page.shared) {
+                    // A forked child's first write: the page is its own now.
+                    cx.env.count(Event::Unshared, 1);
+                    st.resident += 1;
+                    st.push_lru(base, idx);
+                }
+                if cx.tun.flawed(Flaw::UnprotectUnlocked) {
+                    self.unlocked_unprotect = true;
+                    return Ok(Step::Next);
+                }
+                cx.env.unprotect(self.addr, PAGE, true)?;
+                Ok(Step::Done(()))
+            }
+            _ => {
+                drop(st);
+                cx.env.wake(self.addr, PAGE)?;
+                Ok(Step::Done(()))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Eviction.
+
+/// A run of neighbouring pages of one region, evicted as one folio.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Run {
+    base: usize,
+    first: usize,
+    n: usize,
+}
+
+impl Run {
+    fn addr(&self) -> usize {
+        page_addr(self.base, self.first)
+    }
+
+    fn len(&self) -> usize {
+        self.n * PAGE
+    }
+}
+
+/// Evicts up to `want` of the oldest resident pages; `Done(evicted)`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Evict {
+    want: usize,
+    runs: Vec<Run>,
+    done: usize,
+    pc: EvictPc,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum EvictPc {
+    Pick,
+    /// Write-protect the current run: writers wait from now on.
+    Protect,
+    /// Copy the run out into the store (its bytes are stable).
+    Store,
+    /// Unmap it.
+    Discard(Vec<Slot>),
+    /// Remove the protection and wake the writers: they fault again, find
+    /// the page in flight, and are woken once it is published.
+    Unprotect(Vec<Slot>),
+    Publish(Vec<Slot>),
+    /// Put a refused run back: un-protect it (if protected), free the
+    /// slots (if any), mark it resident.
+    UndoUnprotect(Vec<Slot>),
+    UndoFree(Vec<Slot>),
+    UndoPublish,
+    Wake,
+}
+
+impl Evict {
+    pub fn new(want: usize) -> Self {
+        Self {
+            want,
+            runs: Vec::new(),
+            done: 0,
+            pc: EvictPc::Pick,
+        }
+    }
+
+    fn run(&self) -> Run {
+        self.runs[self.runs.len() - 1]
+    }
+
+    /// The current run is finished: on to the next, or done.
+    fn next_run(&mut self) -> Step<usize> {
+        self.runs.pop();
+        if self.runs.is_empty() {
+            Step::Done(self.done)
+        } else {
+            self.pc = EvictPc::Protect;
+            Step::Next
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        match std::mem::replace(&mut self.pc, EvictPc::Pick) {
+            EvictPc::Pick => {
+                let mut st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Done(0));
+                }
+                let victims = pick_victims(&mut st, self.want, cx.env);
+                self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
+                // Runs are taken from the back: reverse to go oldest first.
+                self.runs.reverse();
+                for run in &self.runs {
+                    st.begin(run.base);
+                }
+                if self.runs.is_empty() {
+                    return Ok(Step::Done(0));
+                }
+                self.pc = EvictPc::Protect;
+                Ok(Step::Next)
+            }
+            EvictPc::Protect => {
+                let run = self.run();
+                self.pc = match cx.env.protect(run.addr(), run.len()) {
+                    Ok(()) => EvictPc::Store,
+                    // Nothing was protected: put the run back as it was.
+                    Err(_) => EvictPc::UndoFree(Vec::new()),
+                };
+                Ok(Step::Next)
+            }
+            EvictPc::Store => {
+                let run = self.run();
+                self.pc = match cx.env.store_run(run.addr(), run.n) {
+                    Ok(slots) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
+                        EvictPc::Unprotect(slots)
+                    }
+                    Ok(slots) => EvictPc::Discard(slots),
+                    Err(_) => {
+                        cx.env.count(Event::EvictFailures, run.n);
+                        EvictPc::UndoUnprotect(Vec::new())
+                    }
+                };
+                Ok(Step::Next)
+            }
+            EvictPc::Discard(slots) => {
+                let run = self.run();
+                self.pc = match cx.env.discard(run.addr(), run.len()) {
+                    Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
+                        return Ok(self.next_run());
+                    }
+                    Ok(()) => EvictPc::Unprotect(slots),
+                    Err(_) => {
+                        // Still mapped, still protected: keep it resident.
+                        cx.env.count(Event::EvictFailures, run.n);
+                        EvictPc::UndoUnprotect(slots)
+                    }
+                };
+                Ok(Step::Next)
+            }
+            EvictPc::Unprotect(slots) => {
+                let run = self.run();
+                cx.env.unprotect(run.addr(), run.len(), true)?;
+                self.pc = EvictPc::Publish(slots);
+                Ok(Step::Next)
+            }
+            EvictPc::Publish(slots) => {
+                let run = self.run();
+                let mut st = cx.lock();
+                let clock = st.evictions;
+                let mut waiters = false;
+                if let Some(r) = st.regions.get_mut(&run.base) {
+                    for (k, &slot) in slots.iter().enumerate() {
+                        let p = &mut r.pages[run.first + k];
+                        debug_assert_eq!(p.state, PageState::Evicting);
+                        p.state = PageState::Swapped {
+                            store: StoreId::OWN,
+                            slot,
+                        };
+                        p.shadow = clock as u32;
+                        p.armed = false;
+                        p.referenced = 0;
+                        waiters |= std::mem::take(&mut p.waiters);
+                    }
+                }
+                st.resident -= run.n;
+                st.evictions += run.n as u64;
+                self.done += run.n;
+                cx.env.count(Event::EvictedPages, run.n);
+                st.end(run.base);
+                st.changed(cx.changed);
+                if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) {
+                    self.pc = EvictPc::Discard(Vec::new());
+                    return Ok(Step::Next);
+                }
+                if waiters {
+                    self.pc = EvictPc::Wake;
+                    return Ok(Step::Next);
+                }
+                Ok(self.next_run())
+            }
+            EvictPc::UndoUnprotect(slots) => {
+                let run = self.run();
+                cx.env.unprotect(run.addr(), run.len(), true)?;
+                self.pc = EvictPc::UndoFree(slots);
+                Ok(Step::Next)
+            }
+            EvictPc::UndoFree(slots) => {
+                for s in slots {
+                    cx.env.free(StoreId::OWN, s);
+                }
+                self.pc = EvictPc::UndoPublish;
+                Ok(Step::Next)
+            }
+            EvictPc::UndoPublish => {
+                let run = self.run();
+                let mut st = cx.lock();
+                let mut waiters = false;
+                if let Some(r) = st.regions.get_mut(&run.base) {
+                    for p in &mut r.pages[run.first..run.first + run.n] {
+                        p.state = PageState::Resident;
+                        waiters |= std::mem::take(&mut p.waiters);
+                    }
+                }
+                for i in run.first..run.first + run.n {
+                    st.push_lru(run.base, i);
+                }
+                st.end(run.base);
+                st.changed(cx.changed);
+                if waiters {
+                    self.pc = EvictPc::Wake;
+                    return Ok(Step::Next);
+                }
+                Ok(self.next_run())
+            }
+            EvictPc::Wake => {
+                let run = self.run();
+                cx.env.wake(run.addr(), run.len())?;
+                Ok(self.next_run())
+            }
+        }
+    }
+}
+
+/// Takes up to `n` victims from the LRU, oldest first, marking them
+/// `Evicting`. A page refaulted within the workingset (active) or found
+/// written by aging (referenced) is passed over and queued again.
+fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize)> {
+    let mut victims = Vec::new();
+    let mut budget = st.lru.len();
+    while victims.len() < n && budget > 0 {
+        budget -= 1;
+        let Some(rec) = st.lru.pop_front() else {
+            break;
+        };
+        if !st.live(&rec) {
+            continue;
+        }
+        let idx = rec.idx as usize;
+        let r = st.regions.get_mut(&rec.base).expect("live record");
+        let page = &mut r.pages[idx];
+        if r.dying || r.aging || !page.evictable() {
+            // Not now (pinned, shared, region going): keep its place.
+            st.lru.push_back(rec);
+            continue;
+        }
+        if std::mem::take(&mut page.active) {
+            env.count(Event::WorkingsetActivate, 1);
+            st.lru.push_back(rec);
+            continue;
+        }
+        if page.referenced > 0 {
+            page.referenced -= 1;
+            env.count(Event::WrittenReprieved, 1);
+            st.lru.push_back(rec);
+            continue;
+        }
+        page.state = PageState::Evicting;
+        victims.push((rec.base, idx));
+    }
+    victims
+}
+
+/// Groups victims into runs of neighbouring pages of one region, at most
+/// `folio` long and not crossing a folio boundary.
+fn group_runs(mut victims: Vec<(usize, usize)>, folio: usize) -> Vec<Run> {
+    victims.sort_unstable();
+    let mut runs: Vec<Run> = Vec::new();
+    for (base, idx) in victims {
+        match runs.last_mut() {
+            Some(r)
+                if r.base == base && r.first + r.n == idx && r.n < folio && idx % folio != 0 =>
+            {
+                r.n += 1
+            }
+            _ => runs.push(Run {
+                base,
+                first: idx,
+                n: 1,
+            }),
+        }
+    }
+    runs
+}
+
+// ---------------------------------------------------------------------------
+// Aging: write tracking.
+
+/// One aging pass: for each region, the pages written since the last pass
+/// (mapped and no longer write-protected) get reclaim reprieves, and the
+/// region's resident, unpinned pages are write-protected again.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Age {
+    regions: Vec<(usize, u64, usize)>,
+    pc: AgePc,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum AgePc {
+    List,
+    Scan,
+    Mark(Vec<(usize, usize)>),
+    Protect(Vec<(usize, usize)>),
+    Finish,
+}
+
+impl Default for Age {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Age {
+    pub fn new() -> Self {
+        Self {
+            regions: Vec::new(),
+            pc: AgePc::List,
+        }
+    }
+
+    fn next_region(&mut self) -> Step<usize> {
+        self.regions.pop();
+        if self.regions.is_empty() {
+            Step::Done(0)
+        } else {
+            self.pc = AgePc::Scan;
+            Step::Next
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        match std::mem::replace(&mut self.pc, AgePc::List) {
+            AgePc::List => {
+                let st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Done(0));
+                }
+                self.regions = st
+                    .regions
+                    .iter()
+                    .filter(|(_, r)| !r.dying)
+                    .map(|(&b, r)| (b, r.id, r.len_bytes()))
+                    .collect();
+                cx.env.count(Event::AgingScan, 1);
+                if self.regions.is_empty() {
+                    return Ok(Step::Done(0));
+                }
+                self.pc = AgePc::Scan;
+                Ok(Step::Next)
+            }
+            AgePc::Scan => {
+                let &(base, _, len) = self.regions.last().expect("a region");
+                let mut written = Vec::new();
+                cx.env.written(base, len, &mut written)?;
+                self.pc = AgePc::Mark(written);
+                Ok(Step::Next)
+            }
+            AgePc::Mark(written) => {
+                let &(base, id, len) = self.regions.last().expect("a region");
+                let mut st = cx.lock();
+                let Some(r) = st.region(base, id).filter(|r| !r.dying) else {
+                    return Ok(self.next_region());
+                };
+                let mut marked = 0;
+                for &(start, end) in &written {
+                    let lo = (start.max(base) - base) / PAGE;
+                    let hi = (end.min(base + len) - base) / PAGE;
+                    for p in &mut r.pages[lo..hi] {
+                        if p.state == PageState::Resident && p.armed {
+                            p.referenced = WRITTEN_REPRIEVES;
+                            marked += 1;
+                        }
+                    }
+                }
+                cx.env.count(Event::PagesWritten, marked);
+                let ignore_pins = cx.tun.flawed(Flaw::AgingIgnoresPins);
+                let mut ranges: Vec<(usize, usize)> = Vec::new();
+                for (i, p) in r.pages.iter_mut().enumerate() {
+                    let protect = p.state == PageState::Resident && (p.pins == 0 || ignore_pins);
+                    p.armed = protect;
+                    if !protect {
+                        continue;
+                    }
+                    let a = page_addr(base, i);
+                    match ranges.last_mut() {
+                        Some(last) if last.0 + last.1 == a => last.1 += PAGE,
+                        _ => ranges.push((a, PAGE)),
+                    }
+                }
+                r.aging = true;
+                st.begin(base);
+                self.pc = AgePc::Protect(ranges);
+                Ok(Step::Next)
+            }
+            AgePc::Protect(mut ranges) => {
+                if let Some((a, l)) = ranges.pop() {
+                    cx.env.protect(a, l)?;
+                    self.pc = AgePc::Protect(ranges);
+                } else {
+                    self.pc = AgePc::Finish;
+                }
+                Ok(Step::Next)
+            }
+            AgePc::Finish => {
+                let &(base, id, _) = self.regions.last().expect("a region");
+                let mut st = cx.lock();
+                if let Some(r) = st.region(base, id) {
+                    r.aging = false;
+                }
+                st.end(base);
+                st.changed(cx.changed);
+                Ok(self.next_region())
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Pins: a system call's buffer.
+
+/// Pages of one region a [`Pin`] holds: `(base, id, first, n)`.
+pub type PinnedRun = (usize, u64, usize, usize);
+
+/// Pins the region pages of `[addr, addr + len)` for a system call and
+/// waits until none of them is in flight and no aging pass is protecting
+/// their region. `Done(runs)`: from then on they are not evicted and not
+/// write-protected by aging; the caller faults them in (touching them) and
+/// makes the call, then calls [`unpin`].
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Pin {
+    pub addr: usize,
+    pub len: usize,
+    runs: Vec<PinnedRun>,
+    pinned: bool,
+}
+
+impl Pin {
+    pub fn new(addr: usize, len: usize) -> Self {
+        Self {
+            addr,
+            len,
+            runs: Vec::new(),
+            pinned: false,
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<Vec<PinnedRun>>, Fatal> {
+        let mut st = cx.lock();
+        if !self.pinned {
+            self.pinned = true;
+            let (start, end) = (self.addr, self.addr.saturating_add(self.len));
+            let first_base = st.locate(start).map_or(start, |(b, _)| b);
+            for (&base, r) in st.regions.range_mut(first_base..end) {
+                let lo = start.saturating_sub(base) / PAGE;
+                let hi = (end - base).div_ceil(PAGE).min(r.pages.len());
+                if lo >= hi {
+                    continue;
+                }
+                for p in &mut r.pages[lo..hi] {
+                    p.pins += 1;
+                }
+                self.runs.push((base, r.id, lo, hi - lo));
+            }
+            if cx.tun.flawed(Flaw::PinWithoutSettle) {
+                return Ok(Step::Done(std::mem::take(&mut self.runs)));
+            }
+        }
+        let busy = self.runs.iter().any(|&(base, id, first, n)| {
+            st.region(base, id).is_some_and(|r| {
+                r.aging
+                    || r.pages[first..first + n]
+                        .iter()
+                        .any(|p| p.state.in_flight())
+            })
+        });
+        if busy {
+            return Ok(Step::Wait(st.changes));
+        }
+        Ok(Step::Done(std::mem::take(&mut self.runs)))
+    }
+}
+
+/// Ends a [`Pin`]: its pages may be evicted and protected again. Runs of a
+/// region dropped meanwhile (a program freeing a buffer a system call still
+/// uses) are ignored.
+pub fn unpin(st: &mut State, runs: &[PinnedRun]) {
+    for &(base, id, first, n) in runs {
+        if let Some(r) = st.region(base, id) {
+            for p in &mut r.pages[first..first + n] {
+                p.pins = p.pins.saturating_sub(1);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Region drop and release.
+
+/// Ends the region at `base` (with `id`): waits for the operations in
+/// flight there, forgets it, and frees its swapped pages (`Drop`), or
+/// first swaps every page back in (`IntoPlain`: the mapping stays, as
+/// plain memory). The caller unregisters and unmaps the range after.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Release<B> {
+    pub base: usize,
+    pub id: u64,
+    pub plain: bool,
+    pc: ReleasePc<B>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum ReleasePc<B> {
+    MarkDying,
+    Quiesce,
+    /// `IntoPlain`: take the next swapped page.
+    NextSwapped,
+    Load {
+        idx: usize,
+        store: StoreId,
+        slot: Slot,
+        tries: u8,
+    },
+    Map {
+        idx: usize,
+        buf: B,
+    },
+    Mapped {
+        idx: usize,
+    },
+    Forget,
+    Free(Vec<(StoreId, Slot)>),
+}
+
+impl<B: Clone + Default> Release<B> {
+    pub fn drop_region(base: usize, id: u64) -> Self {
+        Self {
+            base,
+            id,
+            plain: false,
+            pc: ReleasePc::MarkDying,
+        }
+    }
+
+    pub fn into_plain(base: usize, id: u64) -> Self {
+        Self {
+            base,
+            id,
+            plain: true,
+            pc: ReleasePc::MarkDying,
+        }
+    }
+
+    pub fn step<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        match std::mem::replace(&mut self.pc, ReleasePc::MarkDying) {
+            ReleasePc::MarkDying => {
+                let mut st = cx.lock();
+                let Some(r) = st.region(self.base, self.id) else {
+                    return Ok(Step::Done(()));
+                };
+                r.dying = true;
+                self.pc = ReleasePc::Quiesce;
+                Ok(Step::Next)
+            }
+            ReleasePc::Quiesce => {
+                let mut st = cx.lock();
+                let changes = st.changes;
+                let Some(r) = st.region(self.base, self.id) else {
+                    return Ok(Step::Done(()));
+                };
+                if r.in_flight > 0 {
+                    self.pc = ReleasePc::Quiesce;
+                    return Ok(Step::Wait(changes));
+                }
+                self.pc = if self.plain {
+                    ReleasePc::NextSwapped
+                } else {
+                    ReleasePc::Forget
+                };
+                Ok(Step::Next)
+            }
+            ReleasePc::NextSwapped => {
+                let mut st = cx.lock();
+                let changes = st.changes;
+                let Some(r) = st.region(self.base, self.id) else {
+                    return Ok(Step::Done(()));
+                };
+                let swapped = r.pages.iter().position(|p| {
+                    matches!(p.state, PageState::Swapped { .. } | PageState::Loading)
+                });
+                match swapped {
+                    Some(i) => match r.pages[i].state {
+                        PageState::Swapped { store, slot } => {
+                            r.pages[i].state = PageState::Loading;
+                            st.begin(self.base);
+                            self.pc = ReleasePc::Load {
+                                idx: i,
+                                store,
+                                slot,
+                                tries: 0,
+                            };
+                            Ok(Step::Next)
+                        }
+                        // A fault is bringing it in: wait for it.
+                        _ => {
+                            self.pc = ReleasePc::NextSwapped;
+                            Ok(Step::Wait(changes))
+                        }
+                    },
+                    None => {
+                        self.pc = ReleasePc::Forget;
+                        Ok(Step::Next)
+                    }
+                }
+            }
+            ReleasePc::Load {
+                idx,
+                store,
+                slot,
+                tries,
+            } => {
+                let mut buf = B::default();
+                match cx.env.load(store, slot, &mut buf, &[]) {
+                    Ok(_) => self.pc = ReleasePc::Map { idx, buf },
+                    Err(error) if tries >= 2 => {
+                        return Err(Fatal::SwapIn {
+                            addr: page_addr(self.base, idx),
+                            store: store.0,
+                            slot,
+                            error,
+                        })
+                    }
+                    Err(_) => {
+                        self.pc = ReleasePc::Load {
+                            idx,
+                            store,
+                            slot,
+                            tries: tries + 1,
+                        }
+                    }
+                }
+                Ok(Step::Next)
+            }
+            ReleasePc::Map { idx, buf } => {
+                match cx.env.map(page_addr(self.base, idx), &buf) {
+                    Ok(()) => self.pc = ReleasePc::Mapped { idx },
+                    Err(e) if e.is(libc::EAGAIN) => self.pc = ReleasePc::Map { idx, buf },
+                    Err(e) => return Err(e.into()),
+                }
+                Ok(Step::Next)
+            }
+            ReleasePc::Mapped { idx } => {
+                let mut st = cx.lock();
+                let waiters = publish_loaded(&mut st, self.base, &[idx], &[], StoreId::OWN);
+                st.end(self.base);
+                st.changed(cx.changed);
+                drop(st);
+                if waiters {
+                    cx.env.wake(page_addr(self.base, idx), PAGE)?;
+                }
+                self.pc = ReleasePc::NextSwapped;
+                Ok(Step::Next)
+            }
+            ReleasePc::Forget => {
+                let mut st = cx.lock();
+                let Some(r) = st.regions.remove(&self.base) else {
+                    return Ok(Step::Done(()));
+                };
+                debug_assert_eq!(r.id, self.id);
+                let resident = r
+                    .pages
+                    .iter()
+                    .filter(|p| matches!(p.state, PageState::Resident) && !p.shared)
+                    .count();
+                st.resident -= resident;
+                st.changed(cx.changed);
+                let slots: Vec<(StoreId, Slot)> = r
+                    .pages
+                    .iter()
+                    .filter_map(|p| match p.state {
+                        PageState::Swapped { store, slot } => Some((store, slot)),
+                        _ => None,
+                    })
+                    .collect();
+                if slots.is_empty() {
+                    return Ok(Step::Done(()));
+                }
+                self.pc = ReleasePc::Free(slots);
+                Ok(Step::Next)
+            }
+            ReleasePc::Free(slots) => {
+                for (store, slot) in slots {
+                    cx.env.free(store, slot);
+                }
+                Ok(Step::Done(()))
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Regions: memory carved from the arena, registered with the runtime's
+//! userfaultfd, paged by the protocol. Also the pins a system call takes on
+//! region pages.
+
+use crate::arena;
+use crate::protocol::{self, Pin, PinnedRun, Release, PAGE};
+use crate::runtime::{Inner, Runtime};
+use crate::RuntimeError;
+use std::sync::Arc;
+use userfaultfd::RegisterMode;
+
+impl Runtime {
+    /// A new region of at least `len` bytes (rounded up to the arena's
+    /// 64 KiB grain), zero filled, paged through uzswap.
+    pub fn alloc(&self, len: usize) -> Result<Region, RuntimeError> {
+        let bytes = len.max(1).div_ceil(arena::GRAIN) * arena::GRAIN;
+        let arena = arena::global()?;
+        let base = arena.carve(bytes)?;
+        let id = self.inner.state.lock().add_region(base, bytes / PAGE);
+        if let Err(e) = self.inner.env.uffd.register_with_mode(
+            base as *mut libc::c_void,
+            bytes,
+            RegisterMode::MISSING | RegisterMode::WRITE_PROTECT,
+        ) {
+            self.inner.state.lock().regions.remove(&base);
+            // SAFETY: the room was carved above and nothing uses it.
+            unsafe { arena.give_back(base, bytes) };
+            return Err(RuntimeError::Uffd(format!("registering a region: {e}")));
+        }
+        Ok(Region {
+            inner: self.inner.clone(),
+            base,
+            len: bytes,
+            id,
+        })
+    }
+
+    /// Pins the region pages of `[addr, addr + len)` for a system call:
+    /// until the guard drops they are not evicted and not write-protected
+    /// by aging. Waits for operations in flight on them. The caller then
+    /// faults them in (touches each page, writing where the call will
+    /// write) and makes the call.
+    pub fn pin(&self, addr: usize, len: usize) -> PinGuard<'_> {
+        let mut op = Pin::new(addr, len);
+        let runs = self.inner.drive(|cx| op.step(cx));
+        PinGuard {
+            inner: &self.inner,
+            runs,
+        }
+    }
+}
+
+/// Region pages pinned for a system call ([`Runtime::pin`]).
+pub struct PinGuard<'a> {
+    inner: &'a Inner,
+    runs: Vec<PinnedRun>,
+}
+
+impl std::fmt::Debug for PinGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinGuard")
+            .field("runs", &self.runs)
+            .finish()
+    }
+}
+
+impl PinGuard<'_> {
+    /// Whether any region page is pinned.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}
+
+impl Drop for PinGuard<'_> {
+    fn drop(&mut self) {
+        if self.runs.is_empty() {
+            return;
+        }
+        let mut st = self.inner.state.lock();
+        protocol::unpin(&mut st, &self.runs);
+        st.changed(&self.inner.changed);
+    }
+}
+
+/// Memory paged through uzswap. Use it through [`Region::as_ptr`] (or
+/// [`Region::as_mut_slice`]) like any other memory; faults are served by
+/// the runtime's handler thread.
+pub struct Region {
+    inner: Arc<Inner>,
+    base: usize,
+    len: usize,
+    id: u64,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("base", &format_args!("{:#x}", self.base))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+// SAFETY: the region is plain memory; the runtime's state about it is
+// behind the state lock, and the mapping lives until the region is dropped.
+unsafe impl Send for Region {}
+// SAFETY: as above; concurrent access to the bytes is the caller's affair,
+// as for any shared memory.
+unsafe impl Sync for Region {}
+
+impl Region {
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.base as *mut u8
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The region's bytes.
+    ///
+    /// # Safety
+    /// The caller must not create overlapping references to the same bytes
+    /// from several threads, as for any raw memory.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
+        // SAFETY: the mapping is `len` bytes, alive while `self` is; the
+        // caller upholds the aliasing rule.
+        unsafe { std::slice::from_raw_parts_mut(self.as_ptr(), self.len) }
+    }
+
+    /// Hands the region over as plain memory: every swapped page is brought
+    /// back, the range is unregistered from userfaultfd and forgotten by the
+    /// runtime, and the mapping stays. Returns `(address, length)`; the
+    /// caller owns the mapping from now on (and `munmap`s it).
+    pub fn into_plain(self) -> (usize, usize) {
+        let (base, len) = (self.base, self.len);
+        self.inner.release(base, self.id, true);
+        std::mem::forget(self);
+        (base, len)
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        self.inner.release(self.base, self.id, false);
+        if let Ok(arena) = arena::global() {
+            // SAFETY: the region owned this room; it is forgotten and
+            // unregistered, and nothing of ours touches it any more.
+            unsafe { arena.give_back(self.base, self.len) };
+        }
+    }
+}
+
+impl Inner {
+    /// Ends the region at `base`: waits for its operations in flight,
+    /// forgets it (after swapping every page back in if `plain`), and
+    /// unregisters it.
+    pub(crate) fn release(&self, base: usize, id: u64, plain: bool) {
+        let len = match self.state.lock().region(base, id) {
+            Some(r) => r.len_bytes(),
+            None => return, // released already (the runtime went first)
+        };
+        let mut op = if plain {
+            Release::into_plain(base, id)
+        } else {
+            Release::drop_region(base, id)
+        };
+        self.drive(|cx| op.step(cx));
+        // Forgotten first, then unregistered: a fault queued meanwhile finds
+        // no region and is left to the unregistering, which wakes it.
+        if let Err(e) = self.env.uffd.unregister(base as *mut libc::c_void, len) {
+            crate::fatal::die(&format!("unregistering region {base:#x}: {e}"));
+        }
+    }
+
+    /// Swaps every page of every live region back in and unregisters the
+    /// regions: from then on they are ordinary memory.
+    pub(crate) fn release_all_regions(&self) {
+        let regions: Vec<(usize, u64)> = self
+            .state
+            .lock()
+            .regions
+            .iter()
+            .map(|(&b, r)| (b, r.id))
+            .collect();
+        for (base, id) in regions {
+            self.release(base, id, true);
+        }
+    }
+}

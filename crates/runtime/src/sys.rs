@@ -1,0 +1,52 @@
+//! The memory system calls the runtime makes, issued with `syscall(2)`
+//! directly: in a program under the LD_PRELOAD library, the symbols `mmap`,
+//! `munmap` and `madvise` are the library's own hooks, which must not see
+//! the runtime's calls.
+
+use std::io;
+
+fn check(r: libc::c_long) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// `mmap(2)`; `Err` carries errno.
+///
+/// # Safety
+/// As `mmap(2)`: a `MAP_FIXED` mapping replaces whatever was at `addr`.
+pub unsafe fn mmap(
+    addr: usize,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    // SAFETY: the caller's guarantee; an anonymous mapping takes no fd.
+    check(unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, -1, 0) })
+}
+
+/// `munmap(2)`.
+///
+/// # Safety
+/// Nothing may use `[addr, addr + len)` afterwards.
+pub unsafe fn munmap(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: the caller's guarantee.
+    check(unsafe { libc::syscall(libc::SYS_munmap, addr, len) }).map(drop)
+}
+
+/// `madvise(2)`.
+///
+/// # Safety
+/// Discarding advice (`MADV_DONTNEED`) zeroes the range's contents.
+pub unsafe fn madvise(addr: usize, len: usize, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: the caller's guarantee.
+    check(unsafe { libc::syscall(libc::SYS_madvise, addr, len, advice) }).map(drop)
+}
+
+/// This thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}

@@ -288,13 +288,16 @@ impl<C: Codec> Parallel<C> {
             stats: Counters::default(),
         });
         let (tx, rx) = bounded::<Arc<Job>>(config.queue_depth);
+        // A worker that cannot be started (out of threads) is left out: the
+        // caller compresses what no worker claims, so fewer workers only
+        // mean less parallelism, never a lost batch.
         let workers = (0..config.workers)
-            .map(|i| {
+            .map_while(|i| {
                 let (shared, rx, idle_poll) = (shared.clone(), rx.clone(), config.idle_poll);
                 std::thread::Builder::new()
                     .name(format!("uzswap/comp{i}"))
                     .spawn(move || worker(&shared, &rx, idle_poll))
-                    .expect("spawning a compression worker")
+                    .ok()
             })
             .collect();
         Self {

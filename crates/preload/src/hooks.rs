@@ -2,7 +2,7 @@
 //! the call concerns a region and otherwise passes it on unchanged.
 
 use crate::libc_alloc as sys;
-use crate::preload::{self, Freed, Kind};
+use crate::preload::{self, no_unwind, Freed, Kind};
 use libc::{c_int, c_void, off_t, size_t};
 
 const PAGE: usize = 4096;
@@ -20,90 +20,108 @@ fn region_or_null(size: usize, align: usize) -> Option<*mut c_void> {
 /// C `malloc`.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
-    region_or_null(size, 16).unwrap_or_else(|| sys::malloc(size))
+    no_unwind("malloc", || {
+        region_or_null(size, 16).unwrap_or_else(|| sys::malloc(size))
+    })
 }
 
 /// # Safety
 /// C `calloc`: a region is zero-filled already.
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
-    let Some(total) = n.checked_mul(size) else {
-        set_errno(libc::ENOMEM);
-        return std::ptr::null_mut();
-    };
-    region_or_null(total, 16).unwrap_or_else(|| sys::calloc(n, size))
+    no_unwind("calloc", || {
+        let Some(total) = n.checked_mul(size) else {
+            set_errno(libc::ENOMEM);
+            return std::ptr::null_mut();
+        };
+        region_or_null(total, 16).unwrap_or_else(|| sys::calloc(n, size))
+    })
 }
 
 /// # Safety
 /// C `free`.
 #[no_mangle]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
-    if ptr.is_null() {
-        return;
-    }
-    if preload::free(ptr as usize) == Freed::NotOurs {
-        // SAFETY: not a region pointer, so glibc's (the caller's guarantee).
-        unsafe { sys::free(ptr) }
-    }
+    no_unwind("free", || {
+        if ptr.is_null() {
+            return;
+        }
+        if preload::free(ptr as usize) == Freed::NotOurs {
+            // SAFETY: not a region pointer, so glibc's (the caller's guarantee).
+            unsafe { sys::free(ptr) }
+        }
+    })
 }
 
 /// # Safety
 /// C `realloc`.
 #[no_mangle]
 pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void {
-    if ptr.is_null() {
-        // SAFETY: malloc's contract.
-        return unsafe { malloc(size) };
-    }
-    if size == 0 {
-        // SAFETY: glibc frees and returns null for realloc(p, 0).
-        unsafe { free(ptr) };
-        return std::ptr::null_mut();
-    }
-    let old_usable = match preload::usable_size(ptr as usize) {
-        // A region that still fits (and is not far too big) stays.
-        Some(usable) if size <= usable && size >= usable / 2 => return ptr,
-        Some(usable) => usable,
-        None => {
-            if let Some(new) = region_or_null(size, 16) {
-                // A glibc block grown past the threshold moves to a region.
-                // SAFETY: `ptr` is glibc's; the new region holds `size` bytes.
-                unsafe {
-                    let old = sys::usable_size(ptr);
-                    std::ptr::copy_nonoverlapping(ptr as *const u8, new as *mut u8, old.min(size));
-                    sys::free(ptr);
+    no_unwind("realloc", || {
+        if ptr.is_null() {
+            // SAFETY: malloc's contract.
+            return unsafe { malloc(size) };
+        }
+        if size == 0 {
+            // SAFETY: glibc frees and returns null for realloc(p, 0).
+            unsafe { free(ptr) };
+            return std::ptr::null_mut();
+        }
+        let old_usable = match preload::usable_size(ptr as usize) {
+            // A region that still fits (and is not far too big) stays.
+            Some(usable) if size <= usable && size >= usable / 2 => return ptr,
+            Some(usable) => usable,
+            None => {
+                if let Some(new) = region_or_null(size, 16) {
+                    // A glibc block grown past the threshold moves to a region.
+                    // SAFETY: `ptr` is glibc's; the new region holds `size` bytes.
+                    unsafe {
+                        let old = sys::usable_size(ptr);
+                        std::ptr::copy_nonoverlapping(
+                            ptr as *const u8,
+                            new as *mut u8,
+                            old.min(size),
+                        );
+                        sys::free(ptr);
+                    }
+                    return new;
                 }
-                return new;
+                // SAFETY: glibc's block (the caller's guarantee).
+                return unsafe { sys::realloc(ptr, size) };
             }
-            // SAFETY: glibc's block (the caller's guarantee).
-            return unsafe { sys::realloc(ptr, size) };
+        };
+        // SAFETY: malloc's contract.
+        let new = unsafe { malloc(size) };
+        if !new.is_null() {
+            // SAFETY: the old region holds `old_usable` bytes, the new block
+            // `size`; they are distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    ptr as *const u8,
+                    new as *mut u8,
+                    old_usable.min(size),
+                );
+                free(ptr);
+            }
         }
-    };
-    // SAFETY: malloc's contract.
-    let new = unsafe { malloc(size) };
-    if !new.is_null() {
-        // SAFETY: the old region holds `old_usable` bytes, the new block
-        // `size`; they are distinct.
-        unsafe {
-            std::ptr::copy_nonoverlapping(ptr as *const u8, new as *mut u8, old_usable.min(size));
-            free(ptr);
-        }
-    }
-    new
+        new
+    })
 }
 
 /// # Safety
 /// C `reallocarray`.
 #[no_mangle]
 pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, n: size_t, size: size_t) -> *mut c_void {
-    match n.checked_mul(size) {
-        // SAFETY: realloc's contract.
-        Some(total) => unsafe { realloc(ptr, total) },
-        None => {
-            set_errno(libc::ENOMEM);
-            std::ptr::null_mut()
+    no_unwind("reallocarray", || {
+        match n.checked_mul(size) {
+            // SAFETY: realloc's contract.
+            Some(total) => unsafe { realloc(ptr, total) },
+            None => {
+                set_errno(libc::ENOMEM);
+                std::ptr::null_mut()
+            }
         }
-    }
+    })
 }
 
 fn aligned(align: usize, size: usize) -> *mut c_void {
@@ -118,62 +136,72 @@ pub unsafe extern "C" fn posix_memalign(
     align: size_t,
     size: size_t,
 ) -> c_int {
-    if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<*mut c_void>()) {
-        return libc::EINVAL;
-    }
-    let p = aligned(align, size);
-    if p.is_null() {
-        return libc::ENOMEM;
-    }
-    // SAFETY: the caller's guarantee.
-    unsafe { *memptr = p };
-    0
+    no_unwind("posix_memalign", || {
+        if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<*mut c_void>()) {
+            return libc::EINVAL;
+        }
+        let p = aligned(align, size);
+        if p.is_null() {
+            return libc::ENOMEM;
+        }
+        // SAFETY: the caller's guarantee.
+        unsafe { *memptr = p };
+        0
+    })
 }
 
 /// # Safety
 /// C `aligned_alloc`.
 #[no_mangle]
 pub unsafe extern "C" fn aligned_alloc(align: size_t, size: size_t) -> *mut c_void {
-    if !align.is_power_of_two() {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    aligned(align, size)
+    no_unwind("aligned_alloc", || {
+        if !align.is_power_of_two() {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        aligned(align, size)
+    })
 }
 
 /// # Safety
 /// C `memalign`.
 #[no_mangle]
 pub unsafe extern "C" fn memalign(align: size_t, size: size_t) -> *mut c_void {
-    aligned(align.next_power_of_two().max(16), size)
+    no_unwind("memalign", || {
+        aligned(align.next_power_of_two().max(16), size)
+    })
 }
 
 /// # Safety
 /// C `valloc`.
 #[no_mangle]
 pub unsafe extern "C" fn valloc(size: size_t) -> *mut c_void {
-    aligned(PAGE, size)
+    no_unwind("valloc", || aligned(PAGE, size))
 }
 
 /// # Safety
 /// C `pvalloc`.
 #[no_mangle]
 pub unsafe extern "C" fn pvalloc(size: size_t) -> *mut c_void {
-    aligned(PAGE, size.div_ceil(PAGE).max(1) * PAGE)
+    no_unwind("pvalloc", || {
+        aligned(PAGE, size.div_ceil(PAGE).max(1) * PAGE)
+    })
 }
 
 /// # Safety
 /// C `malloc_usable_size`.
 #[no_mangle]
 pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> size_t {
-    if ptr.is_null() {
-        return 0;
-    }
-    match preload::usable_size(ptr as usize) {
-        Some(n) => n,
-        // SAFETY: glibc's block (the caller's guarantee).
-        None => unsafe { sys::usable_size(ptr) },
-    }
+    no_unwind("malloc_usable_size", || {
+        if ptr.is_null() {
+            return 0;
+        }
+        match preload::usable_size(ptr as usize) {
+            Some(n) => n,
+            // SAFETY: glibc's block (the caller's guarantee).
+            None => unsafe { sys::usable_size(ptr) },
+        }
+    })
 }
 
 fn is_plain_anonymous(addr: *mut c_void, prot: c_int, flags: c_int, fd: c_int) -> bool {
@@ -202,17 +230,19 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    if !preload::passes_through() {
-        if is_plain_anonymous(addr, prot, flags, fd) {
-            if let Some(p) = preload::alloc(len, PAGE, Kind::Mapping) {
-                return p as *mut c_void;
+    no_unwind("mmap", || {
+        if !preload::passes_through() {
+            if is_plain_anonymous(addr, prot, flags, fd) {
+                if let Some(p) = preload::alloc(len, PAGE, Kind::Mapping) {
+                    return p as *mut c_void;
+                }
+            } else if flags & libc::MAP_FIXED != 0 {
+                preload::release_overlapping(addr as usize, len);
             }
-        } else if flags & libc::MAP_FIXED != 0 {
-            preload::release_overlapping(addr as usize, len);
         }
-    }
-    // SAFETY: mmap's contract, passed on unchanged.
-    unsafe { sys::sys_mmap(addr, len, prot, flags, fd, off) }
+        // SAFETY: mmap's contract, passed on unchanged.
+        unsafe { sys::sys_mmap(addr, len, prot, flags, fd, off) }
+    })
 }
 
 /// # Safety
@@ -226,22 +256,26 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    // SAFETY: mmap's contract.
-    unsafe { mmap(addr, len, prot, flags, fd, off) }
+    no_unwind("mmap64", || {
+        // SAFETY: mmap's contract.
+        unsafe { mmap(addr, len, prot, flags, fd, off) }
+    })
 }
 
 /// # Safety
 /// C `munmap`.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    if !preload::passes_through() {
-        if preload::unmap_exact(addr as usize, len) {
-            return 0;
+    no_unwind("munmap", || {
+        if !preload::passes_through() {
+            if preload::unmap_exact(addr as usize, len) {
+                return 0;
+            }
+            preload::release_overlapping(addr as usize, len);
         }
-        preload::release_overlapping(addr as usize, len);
-    }
-    // SAFETY: munmap's contract, passed on unchanged.
-    unsafe { sys::sys_munmap(addr, len) }
+        // SAFETY: munmap's contract, passed on unchanged.
+        unsafe { sys::sys_munmap(addr, len) }
+    })
 }
 
 /// # Safety
@@ -254,42 +288,48 @@ pub unsafe extern "C" fn mremap(
     flags: c_int,
     new_addr: *mut c_void,
 ) -> *mut c_void {
-    if !preload::passes_through() {
-        preload::release_overlapping(old as usize, old_len);
-    }
-    // SAFETY: mremap's contract, passed on unchanged.
-    unsafe { sys::sys_mremap(old, old_len, new_len, flags, new_addr) }
+    no_unwind("mremap", || {
+        if !preload::passes_through() {
+            preload::release_overlapping(old as usize, old_len);
+        }
+        // SAFETY: mremap's contract, passed on unchanged.
+        unsafe { sys::sys_mremap(old, old_len, new_len, flags, new_addr) }
+    })
 }
 
 /// # Safety
 /// C `mprotect`.
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
-    if !preload::passes_through() && prot != libc::PROT_READ | libc::PROT_WRITE {
-        preload::release_overlapping(addr as usize, len);
-    }
-    // SAFETY: mprotect's contract, passed on unchanged.
-    unsafe { sys::sys_mprotect(addr, len, prot) }
+    no_unwind("mprotect", || {
+        if !preload::passes_through() && prot != libc::PROT_READ | libc::PROT_WRITE {
+            preload::release_overlapping(addr as usize, len);
+        }
+        // SAFETY: mprotect's contract, passed on unchanged.
+        unsafe { sys::sys_mprotect(addr, len, prot) }
+    })
 }
 
 /// # Safety
 /// C `madvise`.
 #[no_mangle]
 pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
-    let harmless = matches!(
-        advice,
-        libc::MADV_NORMAL
-            | libc::MADV_RANDOM
-            | libc::MADV_SEQUENTIAL
-            | libc::MADV_WILLNEED
-            | libc::MADV_HUGEPAGE
-            | libc::MADV_NOHUGEPAGE
-            | libc::MADV_DONTDUMP
-            | libc::MADV_DODUMP
-    );
-    if !harmless && !preload::passes_through() {
-        preload::release_overlapping(addr as usize, len);
-    }
-    // SAFETY: madvise's contract, passed on unchanged.
-    unsafe { sys::sys_madvise(addr, len, advice) }
+    no_unwind("madvise", || {
+        let harmless = matches!(
+            advice,
+            libc::MADV_NORMAL
+                | libc::MADV_RANDOM
+                | libc::MADV_SEQUENTIAL
+                | libc::MADV_WILLNEED
+                | libc::MADV_HUGEPAGE
+                | libc::MADV_NOHUGEPAGE
+                | libc::MADV_DONTDUMP
+                | libc::MADV_DODUMP
+        );
+        if !harmless && !preload::passes_through() {
+            preload::release_overlapping(addr as usize, len);
+        }
+        // SAFETY: madvise's contract, passed on unchanged.
+        unsafe { sys::sys_madvise(addr, len, advice) }
+    })
 }

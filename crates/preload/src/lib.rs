@@ -52,12 +52,12 @@ static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
 /// Runs when the library is loaded: reads the settings (a bad one stops the
 /// program with a clear message).
 extern "C" fn on_load() {
-    preload::load_settings();
+    preload::no_unwind("load", preload::load_settings);
 }
 
 /// Runs at exit: writes the final counters.
 extern "C" fn on_exit() {
-    stats::write_exit_report();
+    preload::no_unwind("exit", stats::write_exit_report);
 }
 
 #[used]

@@ -115,10 +115,26 @@ pub fn load_settings() {
     }
 }
 
+/// The runtime could not start (a bad setting, no userfaultfd, no thread):
+/// exit 70 with the reason.
 fn die(msg: &str) -> ! {
-    eprintln!("uzswap: {msg}");
-    // SAFETY: ends the process at once; nothing of ours needs unwinding.
-    unsafe { libc::_exit(70) }
+    runtime::fatal::exit_with(runtime::fatal::START_EXIT, msg)
+}
+
+/// Runs a hook's work; a panic in it ends the program (exit 71) with the
+/// message, rather than unwind across the C ABI.
+pub fn no_unwind<T>(hook: &str, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            runtime::fatal::die(&format!("panic in the {hook} hook: {msg}"))
+        }
+    }
 }
 
 /// The runtime, started on first use. A runtime that cannot start (no

@@ -62,7 +62,13 @@ impl RealEnv {
 
     /// `UFFDIO_COPY` of `src` to `dst`, finishing a partial copy (EAGAIN
     /// with progress) and retrying a changing address space.
-    fn copy(&self, src: &[u8], dst: usize, op: &'static str) -> Result<(), KernelError> {
+    fn copy(
+        &self,
+        src: &[u8],
+        dst: usize,
+        wake: bool,
+        op: &'static str,
+    ) -> Result<(), KernelError> {
         let mut done = 0;
         let mut again = 0;
         while done < src.len() {
@@ -74,7 +80,7 @@ impl RealEnv {
                     src[done..].as_ptr() as *const libc::c_void,
                     (dst + done) as *mut libc::c_void,
                     src.len() - done,
-                    true,
+                    wake,
                 )
             };
             match r {
@@ -87,17 +93,17 @@ impl RealEnv {
         Ok(())
     }
 
-    fn zeropage(&self, addr: usize, len: usize) -> Result<(), KernelError> {
+    fn zeropage(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
         for again in 0.. {
             // SAFETY: the range lies in a registered region of ours.
-            match unsafe { self.uffd.zeropage(addr as *mut libc::c_void, len, true) } {
+            match unsafe { self.uffd.zeropage(addr as *mut libc::c_void, len, wake) } {
                 Ok(_) => return Ok(()),
                 Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => {
                     // Part of it may be mapped now: go page by page, where
                     // EEXIST is our own progress.
                     if len > PAGE {
                         for a in (addr..addr + len).step_by(PAGE) {
-                            match self.zeropage(a, PAGE) {
+                            match self.zeropage(a, PAGE, wake) {
                                 Ok(()) => {}
                                 Err(e) if e.is(libc::EEXIST) => {}
                                 Err(e) => return Err(e),
@@ -116,20 +122,26 @@ impl RealEnv {
 impl Env for RealEnv {
     type Buf = Vec<u8>;
 
-    fn map_zeros(&self, addr: usize, pages: usize, write: bool) -> Result<(), KernelError> {
+    fn map_zeros(
+        &self,
+        addr: usize,
+        pages: usize,
+        write: bool,
+        wake: bool,
+    ) -> Result<(), KernelError> {
         if write {
             // The program is about to write: map zeroed pages of its own, as
             // the kernel's anonymous write fault does, rather than the zero
             // page and a copy-on-write fault (with its TLB flush) right after.
             let zeros = &self.zeros[..pages * PAGE];
-            self.copy(zeros, addr, "UFFDIO_COPY (zeros)")
+            self.copy(zeros, addr, wake, "UFFDIO_COPY (zeros)")
         } else {
-            self.zeropage(addr, pages * PAGE)
+            self.zeropage(addr, pages * PAGE, wake)
         }
     }
 
-    fn map(&self, addr: usize, buf: &Vec<u8>) -> Result<(), KernelError> {
-        self.copy(&buf[..PAGE], addr, "UFFDIO_COPY")
+    fn map(&self, addr: usize, buf: &Vec<u8>, wake: bool) -> Result<(), KernelError> {
+        self.copy(&buf[..PAGE], addr, wake, "UFFDIO_COPY")
     }
 
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {

@@ -2,8 +2,11 @@
 //! message and a distinct exit code, rather than leave it blocked in a
 //! fault that no thread will ever serve.
 //!
-//! Every runtime thread is started through [`spawn`]: a panic in it ends
-//! the process the same way. Exit codes: [`FATAL_EXIT`] (71) for a runtime
+//! Every runtime thread is named `uzswap/…`. [`install_panic_hook`] (called
+//! by every runtime) makes a panic in any such thread — the fault handler,
+//! the reclaimer, zswap's shrinker, a compression worker — end the process
+//! the same way, before anything unwinds; [`spawn`] also catches a panic in
+//! case a program replaced the hook. Exit codes: [`FATAL_EXIT`] (71) for a runtime
 //! that failed while the program ran; [`START_EXIT`] (70) for one that could
 //! not start (the preload library's code for bad settings and spawn
 //! failures).
@@ -38,6 +41,24 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Chains a panic hook that ends the process when a `uzswap/…` thread
+/// panics; other threads' panics go to the previous hook. Once per process.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let name = std::thread::current().name().map(str::to_string);
+            match name {
+                Some(n) if n.starts_with("uzswap/") => {
+                    die(&format!("runtime thread {n} panicked: {info}"))
+                }
+                _ => previous(info),
+            }
+        }));
+    });
 }
 
 /// Starts a runtime thread named `name` (`uzswap/…`). A panic in it ends

@@ -4,8 +4,9 @@
 
 use crate::fatal;
 use crate::protocol::{MissingFault, WpFault, PAGE};
-use crate::runtime::{InjectPanic, Inner};
+use crate::runtime::{InjectFailure, Inner};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use userfaultfd::{Event, EventBuffer, FaultKind, ReadWrite};
 
 impl Inner {
@@ -24,9 +25,12 @@ impl Inner {
                 revents: 0,
             },
         ];
+        // Pages of throttled faults whose threads still sleep.
+        let mut throttled = Vec::new();
         loop {
+            let timeout = if throttled.is_empty() { -1 } else { 5 };
             // SAFETY: two valid pollfds, for the duration of the call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
             if n < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() == std::io::ErrorKind::Interrupted {
@@ -37,21 +41,26 @@ impl Inner {
             if self.stopping() {
                 return;
             }
+            self.release_throttled(&mut throttled);
+            if n == 0 {
+                continue;
+            }
             let batch = match self.env.uffd.read_events(&mut events) {
                 Ok(batch) => batch,
                 Err(e) => fatal::die(&format!("reading userfaultfd events: {e}")),
             };
             for event in batch {
                 match event {
-                    Ok(e) => self.handle(e),
+                    Ok(e) => self.handle(e, &mut throttled),
                     Err(e) => fatal::die(&format!("bad userfaultfd event: {e}")),
                 }
             }
+            self.release_throttled(&mut throttled);
         }
     }
 
-    fn handle(&self, event: Event) {
-        if self.cfg.inject_panic == Some(InjectPanic::FaultHandler) {
+    fn handle(&self, event: Event, throttled: &mut Vec<usize>) {
+        if self.cfg.inject == Some(InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
         match event {
@@ -67,8 +76,15 @@ impl Inner {
                     FaultKind::Missing => {
                         let write = rw == ReadWrite::Write;
                         let mut op = MissingFault::new(addr, write, by_runtime);
+                        let throttle = !by_runtime && self.over_ceiling();
+                        if throttle {
+                            op = op.defer_wake();
+                            self.env.counters.throttles.fetch_add(1, Ordering::Relaxed);
+                        }
                         self.drive(|cx| op.step(cx));
-                        self.throttle();
+                        if throttle {
+                            throttled.push(addr);
+                        }
                     }
                     FaultKind::WriteProtected if by_runtime => fatal::die(&format!(
                         "runtime thread {} wrote to region page {addr:#x} (invariant: runtime threads only read pages they evict)",

@@ -70,7 +70,7 @@ mod wakeup;
 
 pub use counters::RuntimeStats;
 pub use region::{PinGuard, Region};
-pub use runtime::{InjectPanic, Runtime, RuntimeConfig};
+pub use runtime::{InjectFailure, Runtime, RuntimeConfig};
 pub use settings::Settings;
 pub use uffd::FaultMode;
 

@@ -102,7 +102,13 @@ fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
 impl Env for ModelEnv<'_> {
     type Buf = u8;
 
-    fn map_zeros(&self, addr: usize, pages: usize, _write: bool) -> Result<(), KernelError> {
+    fn map_zeros(
+        &self,
+        addr: usize,
+        pages: usize,
+        _write: bool,
+        wake: bool,
+    ) -> Result<(), KernelError> {
         let mut k = self.k.borrow_mut();
         if (0..pages).any(|i| k.page(addr + i * PAGE).value.is_some()) {
             return Err(kerr("map_zeros", addr, pages * PAGE, libc::EEXIST));
@@ -110,17 +116,21 @@ impl Env for ModelEnv<'_> {
         for i in 0..pages {
             k.page(addr + i * PAGE).value = Some(0);
         }
-        k.wake_range(addr, pages * PAGE);
+        if wake {
+            k.wake_range(addr, pages * PAGE);
+        }
         Ok(())
     }
 
-    fn map(&self, addr: usize, buf: &u8) -> Result<(), KernelError> {
+    fn map(&self, addr: usize, buf: &u8, wake: bool) -> Result<(), KernelError> {
         let mut k = self.k.borrow_mut();
         if k.page(addr).value.is_some() {
             return Err(kerr("map", addr, PAGE, libc::EEXIST));
         }
         k.page(addr).value = Some(*buf);
-        k.wake_range(addr, PAGE);
+        if wake {
+            k.wake_range(addr, PAGE);
+        }
         Ok(())
     }
 
@@ -260,9 +270,12 @@ enum Actor {
         phase: SyscallPhase,
         runs: Vec<PinnedRun>,
     },
+    /// The fault handler; `deferred`: pages of throttled faults whose
+    /// threads it has yet to wake.
     Handler {
         fault: Option<MissingFault<u8>>,
         wp: Option<WpFault>,
+        deferred: Vec<usize>,
     },
     Evictor {
         cycles: u8,
@@ -335,6 +348,9 @@ pub(crate) struct Scenario {
     pub aging_passes: u8,
     pub store_refusals: u8,
     pub release: bool,
+    /// The handler throttles the first missing fault it reads (maps the
+    /// page, wakes the thread later).
+    pub throttle: bool,
     pub mode: Mode,
     pub tun: Tunables,
 }
@@ -397,6 +413,7 @@ impl Scenario {
         actors.push(Actor::Handler {
             fault: None,
             wp: None,
+            deferred: Vec::new(),
         });
         if self.evict_cycles > 0 {
             actors.push(Actor::Evictor {
@@ -443,9 +460,11 @@ impl World {
         match a {
             Actor::Program { script, pc, .. } => *pc == script.len(),
             Actor::Syscall { phase, .. } => *phase == SyscallPhase::Done,
-            Actor::Handler { fault, wp } => {
-                fault.is_none() && wp.is_none() && self.k.events.is_empty()
-            }
+            Actor::Handler {
+                fault,
+                wp,
+                deferred,
+            } => fault.is_none() && wp.is_none() && deferred.is_empty() && self.k.events.is_empty(),
             Actor::Evictor { cycles, op, .. } => *cycles == 0 && op.is_none(),
             Actor::Ager { passes, op } => *passes == 0 && op.is_none(),
             Actor::Releaser { op, started } => *started && op.is_none(),
@@ -648,7 +667,11 @@ impl World {
                 }
                 Outcome::Moved(true)
             }
-            Actor::Handler { fault, wp } => {
+            Actor::Handler {
+                fault,
+                wp,
+                deferred,
+            } => {
                 if let Some(op) = fault {
                     let mut o = op.clone();
                     match tri!(self.run_op(sc, false, |cx| o.step(cx))) {
@@ -659,7 +682,12 @@ impl World {
                             }
                             *fault = Some(o);
                         }
-                        Step::Done(()) => *fault = None,
+                        Step::Done(()) => {
+                            if !o.wake {
+                                deferred.push(o.addr);
+                            }
+                            *fault = None;
+                        }
                     }
                     return Outcome::Moved(true);
                 }
@@ -672,11 +700,22 @@ impl World {
                     }
                     return Outcome::Moved(true);
                 }
+                // `refuse` picks the throttled branch: a missing fault whose
+                // thread is woken later, by the step below.
+                if refuse {
+                    if let Some(addr) = deferred.pop() {
+                        self.k.wake_range(addr, PAGE);
+                        return Outcome::Moved(true);
+                    }
+                    return Outcome::Moved(false);
+                }
                 let Some((_, addr, is_wp)) = self.k.events.pop_front() else {
                     return Outcome::Moved(false);
                 };
                 if is_wp {
                     *wp = Some(WpFault::new(addr));
+                } else if sc.throttle && deferred.is_empty() {
+                    *fault = Some(MissingFault::new(addr, false, false).defer_wake());
                 } else {
                     *fault = Some(MissingFault::new(addr, false, false));
                 }
@@ -807,8 +846,11 @@ pub(crate) fn check(sc: &Scenario) -> Result<usize, Violation> {
         }
         let mut moved = false;
         for i in 0..w.actors.len() {
-            let storing =
-                matches!(&w.actors[i], Actor::Evictor { op: Some(_), .. }) && w.s.refusals > 0;
+            // `refuse` is the evictor's store-refused branch, and the
+            // handler's step that wakes a throttled fault's thread.
+            let storing = (matches!(&w.actors[i], Actor::Evictor { op: Some(_), .. })
+                && w.s.refusals > 0)
+                || matches!(&w.actors[i], Actor::Handler { deferred, .. } if !deferred.is_empty());
             for refuse in [false, true] {
                 if refuse && !storing {
                     continue;
@@ -820,7 +862,8 @@ pub(crate) fn check(sc: &Scenario) -> Result<usize, Violation> {
                     Outcome::Moved(false) => {}
                     Outcome::Moved(true) => {
                         // A refusal that was not used is the same branch.
-                        if refuse && n.s.refusals == w.s.refusals {
+                        let handler = matches!(&w.actors[i], Actor::Handler { .. });
+                        if refuse && !handler && n.s.refusals == w.s.refusals {
                             continue;
                         }
                         moved = true;
@@ -907,8 +950,9 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             aging_passes: 1,
-            store_refusals: 1,
+            store_refusals: 0,
             release: false,
+            throttle: false,
             mode: Mode::KernelFaults,
             tun: tun(2, 0, flaw),
         }
@@ -927,6 +971,7 @@ mod tests {
             aging_passes: 1,
             store_refusals: 0,
             release: false,
+            throttle: true,
             mode: Mode::KernelFaults,
             tun: tun(2, 1, flaw),
         }
@@ -943,8 +988,9 @@ mod tests {
             evict_cycles: 2,
             evict_want: 1,
             aging_passes: 2,
-            store_refusals: 0,
+            store_refusals: 1,
             release: false,
+            throttle: false,
             mode: Mode::KernelFaults,
             tun: tun(1, 0, flaw),
         }
@@ -964,6 +1010,7 @@ mod tests {
             aging_passes: 2,
             store_refusals: 0,
             release: false,
+            throttle: true,
             mode: Mode::UserModeOnly,
             tun: tun(1, 0, flaw),
         }
@@ -982,6 +1029,7 @@ mod tests {
             aging_passes: 0,
             store_refusals: 0,
             release: true,
+            throttle: false,
             mode: Mode::KernelFaults,
             tun: tun(2, 1, None),
         }

@@ -385,12 +385,18 @@ pub trait Env {
     /// A page's bytes in flight between the store and the kernel.
     type Buf: Clone + Eq + Hash + Debug + Default;
 
-    /// Maps `pages` fresh zeroed pages at `addr` and wakes threads waiting
-    /// there. `write`: the faulting access is a write (map private zeroed
-    /// pages, not the shared zero page).
-    fn map_zeros(&self, addr: usize, pages: usize, write: bool) -> Result<(), KernelError>;
-    /// Maps one page holding `buf` at `addr` and wakes its waiters.
-    fn map(&self, addr: usize, buf: &Self::Buf) -> Result<(), KernelError>;
+    /// Maps `pages` fresh zeroed pages at `addr`, waking the threads
+    /// waiting there if `wake`. `write`: the faulting access is a write
+    /// (map private zeroed pages, not the shared zero page).
+    fn map_zeros(
+        &self,
+        addr: usize,
+        pages: usize,
+        write: bool,
+        wake: bool,
+    ) -> Result<(), KernelError>;
+    /// Maps one page holding `buf` at `addr`, waking its waiters if `wake`.
+    fn map(&self, addr: usize, buf: &Self::Buf, wake: bool) -> Result<(), KernelError>;
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError>;
     fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError>;
     /// Removes write protection, waking the writers blocked on it if `wake`.
@@ -508,12 +514,16 @@ fn page_addr(base: usize, idx: usize) -> usize {
 // Missing faults: first touch, swap-in with fault-around.
 
 /// A missing fault at `addr` (a read, or a write if `write`), taken by a
-/// runtime thread if `by_runtime`.
+/// runtime thread if `by_runtime`. A throttled fault
+/// ([`MissingFault::defer_wake`]) maps the page but leaves the faulting
+/// thread asleep: the runtime wakes it once reclaim has caught up.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct MissingFault<B> {
     pub addr: usize,
     pub write: bool,
     pub by_runtime: bool,
+    /// Wake the faulting thread when its page is mapped.
+    pub wake: bool,
     pc: MissingPc<B>,
 }
 
@@ -570,8 +580,16 @@ impl<B: Clone + Default> MissingFault<B> {
             addr: addr & !(PAGE - 1),
             write,
             by_runtime,
+            wake: true,
             pc: MissingPc::Start,
         }
+    }
+
+    /// Map the fault's page without waking the thread (throttling); the
+    /// caller wakes it later.
+    pub fn defer_wake(mut self) -> Self {
+        self.wake = false;
+        self
     }
 
     pub fn step<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
@@ -579,7 +597,7 @@ impl<B: Clone + Default> MissingFault<B> {
             MissingPc::Start => self.start(cx),
             MissingPc::Fill { base, first, n } => {
                 let addr = page_addr(base, first);
-                match cx.env.map_zeros(addr, n, self.write) {
+                match cx.env.map_zeros(addr, n, self.write, self.wake) {
                     Ok(()) => {}
                     Err(e) if e.is(libc::EAGAIN) => {
                         self.pc = MissingPc::Fill { base, first, n };
@@ -670,7 +688,10 @@ impl<B: Clone + Default> MissingFault<B> {
                     };
                     return Ok(Step::Next);
                 };
-                match cx.env.map(page_addr(base, i), &b) {
+                // Neighbours brought by fault-around: their waiters are not
+                // throttled.
+                let wake = self.wake || page_addr(base, i) != self.addr;
+                match cx.env.map(page_addr(base, i), &b, wake) {
                     Ok(()) => mapped.push(i),
                     // The address space is changing: try the page again.
                     Err(e) if e.is(libc::EAGAIN) => got.push((i, b)),
@@ -811,7 +832,7 @@ impl<B: Clone + Default> MissingFault<B> {
                 // so by the kernel's rules it reads as zeros. The evictor
                 // owns the page and waits in this fault: nothing else maps it.
                 cx.env.count(Event::ExternalDiscard, 1);
-                zero_fill_or_wake(cx.env, self.addr)?;
+                zero_fill_or_wake(cx.env, self.addr, true)?;
                 Ok(Step::Done(()))
             }
             PageState::Filling | PageState::Loading | PageState::Evicting => {
@@ -826,7 +847,7 @@ impl<B: Clone + Default> MissingFault<B> {
                 // the kernel says). Under the state lock: no eviction can
                 // start on the page and unmap it between the look and the
                 // fill, which would put zeros over its stored copy.
-                zero_fill_or_wake(cx.env, self.addr)?;
+                zero_fill_or_wake(cx.env, self.addr, self.wake)?;
                 Ok(Step::Done(()))
             }
         }
@@ -834,11 +855,12 @@ impl<B: Clone + Default> MissingFault<B> {
 }
 
 /// Maps a zero page at `addr` where nothing is mapped, else wakes the
-/// threads waiting there.
-fn zero_fill_or_wake<E: Env>(env: &E, addr: usize) -> Result<(), Fatal> {
-    match env.map_zeros(addr, 1, false) {
+/// threads waiting there (if `wake`).
+fn zero_fill_or_wake<E: Env>(env: &E, addr: usize, wake: bool) -> Result<(), Fatal> {
+    match env.map_zeros(addr, 1, false, wake) {
         Ok(()) => Ok(()),
-        Err(e) if e.is(libc::EEXIST) => Ok(env.wake(addr, PAGE)?),
+        Err(e) if e.is(libc::EEXIST) && wake => Ok(env.wake(addr, PAGE)?),
+        Err(e) if e.is(libc::EEXIST) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -1601,7 +1623,7 @@ impl<B: Clone + Default> Release<B> {
                 Ok(Step::Next)
             }
             ReleasePc::Map { idx, buf } => {
-                match cx.env.map(page_addr(self.base, idx), &buf) {
+                match cx.env.map(page_addr(self.base, idx), &buf, true) {
                     Ok(()) => self.pc = ReleasePc::Mapped { idx },
                     Err(e) if e.is(libc::EAGAIN) => self.pc = ReleasePc::Map { idx, buf },
                     Err(e) => return Err(e.into()),

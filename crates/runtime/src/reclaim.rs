@@ -1,16 +1,15 @@
 //! Reclaim: the reclaim thread (kswapd's role) evicts the oldest pages
 //! while residency is over the limit; a fault that finds residency far
-//! over it (past 125% plus one batch) waits until reclaim has caught up
-//! (`memory.high` throttling). Aging runs before eviction, at most every
+//! over it (past 125% plus one batch) is throttled: its thread sleeps until
+//! reclaim has caught up (`memory.high` throttling). Aging runs before eviction, at most every
 //! `aging_interval`. Policy only: what an eviction does is
 //! [`crate::protocol::Evict`].
 
+use crate::protocol::Env;
 use crate::protocol::{Age, Evict};
-use crate::runtime::{InjectPanic, Inner};
+use crate::runtime::{InjectFailure, Inner};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// How long a throttled fault waits for reclaim before looking again.
-const THROTTLE_WAIT: Duration = Duration::from_millis(10);
 
 impl Inner {
     /// Residency past which faults wait for reclaim.
@@ -24,18 +23,42 @@ impl Inner {
             self.reclaim_wake.wait(Duration::from_millis(20));
             self.sweep_shared();
             while !self.stopping() && self.charged() > self.high_pages {
-                if self.cfg.inject_panic == Some(InjectPanic::Reclaimer) {
-                    panic!("injected panic in the reclaimer");
-                }
+                self.inject_failure();
                 let n = self.evict(self.cfg.reclaim_batch);
-                let mut p = self.progress.lock();
-                p.passes += 1;
-                p.stalled = n == 0;
-                self.progress_cv.notify_all();
+                self.reclaim_stalled.store(n == 0, Ordering::Release);
                 if n == 0 {
                     break;
                 }
             }
+        }
+    }
+
+    /// Tests of the fatal path: fail as configured.
+    fn inject_failure(&self) {
+        match self.cfg.inject {
+            Some(InjectFailure::ReclaimerPanic) => panic!("injected panic in the reclaimer"),
+            Some(InjectFailure::RuntimeThreadFault) => {
+                // A page that is not mapped (untouched or swapped out): the
+                // read faults.
+                let addr = self.state.lock().regions.iter().find_map(|(&b, r)| {
+                    r.pages
+                        .iter()
+                        .position(|p| {
+                            matches!(
+                                p.state,
+                                crate::protocol::PageState::Untouched
+                                    | crate::protocol::PageState::Swapped { .. }
+                            )
+                        })
+                        .map(|i| b + i * crate::protocol::PAGE)
+                });
+                if let Some(a) = addr {
+                    // SAFETY: a page of a live region: memory of ours; the
+                    // read faults it in (or, here, ends the program).
+                    let _ = unsafe { std::ptr::read_volatile(a as *const u8) };
+                }
+            }
+            _ => {}
         }
     }
 
@@ -46,29 +69,36 @@ impl Inner {
         self.drive(|cx| op.step(cx))
     }
 
-    /// After a fault: wakes reclaim if over the limit; past the ceiling,
-    /// holds the fault until reclaim brings residency back under it (or
-    /// can do no more).
-    pub(crate) fn throttle(&self) {
+    /// After a fault: wakes reclaim if residency is over the limit.
+    /// Returns whether it is past the ceiling, where the fault is throttled:
+    /// its page is mapped but its thread sleeps until [`Inner::release_throttled`]
+    /// finds reclaim caught up (`memory.high`'s throttling). The handler
+    /// itself never waits: it must stay free to serve every other fault.
+    pub(crate) fn over_ceiling(&self) -> bool {
         let charged = self.charged();
-        if charged <= self.high_pages {
-            return;
-        }
-        self.reclaim_wake.kick();
-        if charged <= self.ceiling() {
-            return;
-        }
-        self.env
-            .counters
-            .throttles
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut p = self.progress.lock();
-        while !self.stopping() && self.charged() > self.ceiling() {
-            let seen = p.passes;
+        if charged > self.high_pages {
             self.reclaim_wake.kick();
-            self.progress_cv.wait_for(&mut p, THROTTLE_WAIT);
-            if p.passes != seen && p.stalled {
-                break;
+        }
+        charged > self.ceiling()
+    }
+
+    /// Wakes the threads of throttled faults once residency is back under
+    /// the ceiling, or reclaim can do no more (or the runtime stops).
+    pub(crate) fn release_throttled(&self, pages: &mut Vec<usize>) {
+        if pages.is_empty() {
+            return;
+        }
+        let stalled = self.reclaim_stalled.load(Ordering::Acquire);
+        if self.charged() > self.ceiling() && !stalled && !self.stopping() {
+            self.reclaim_wake.kick();
+            return;
+        }
+        for addr in pages.drain(..) {
+            match self.env.wake(addr, crate::protocol::PAGE) {
+                Ok(()) => {}
+                // The region went meanwhile: unregistering woke the thread.
+                Err(e) if e.is(libc::ENOENT) || e.is(libc::EINVAL) => {}
+                Err(e) => crate::fatal::die(&e.to_string()),
             }
         }
     }

@@ -2,10 +2,10 @@
 //! userfaultfd, paged by the protocol. Also the pins a system call takes on
 //! region pages.
 
-use crate::arena;
 use crate::protocol::{self, Pin, PinnedRun, Release, PAGE};
 use crate::runtime::{Inner, Runtime};
 use crate::RuntimeError;
+use crate::{arena, sys};
 use std::sync::Arc;
 use userfaultfd::RegisterMode;
 
@@ -16,6 +16,17 @@ impl Runtime {
         let bytes = len.max(1).div_ceil(arena::GRAIN) * arena::GRAIN;
         let arena = arena::global()?;
         let base = arena.carve(bytes)?;
+        // A forked child must never see a region's pages half swapped out
+        // (its copy has no handler): the mapping is not inherited, and a
+        // child that touches it faults (SIGSEGV) rather than read zeros.
+        // SAFETY: advice on the room carved just above.
+        if let Err(e) = unsafe { sys::madvise(base, bytes, libc::MADV_DONTFORK) } {
+            // SAFETY: the room was carved above and nothing uses it.
+            unsafe { arena.give_back(base, bytes) };
+            return Err(RuntimeError::Uffd(format!(
+                "MADV_DONTFORK on a region: {e}"
+            )));
+        }
         let id = self.inner.state.lock().add_region(base, bytes / PAGE);
         if let Err(e) = self.inner.env.uffd.register_with_mode(
             base as *mut libc::c_void,
@@ -175,6 +186,13 @@ impl Inner {
         // no region and is left to the unregistering, which wakes it.
         if let Err(e) = self.env.uffd.unregister(base as *mut libc::c_void, len) {
             crate::fatal::die(&format!("unregistering region {base:#x}: {e}"));
+        }
+        if plain {
+            // Plain memory is the program's: its children inherit it.
+            // SAFETY: advice on the region's own range, which stays mapped.
+            if let Err(e) = unsafe { sys::madvise(base, len, libc::MADV_DOFORK) } {
+                crate::fatal::die(&format!("MADV_DOFORK on region {base:#x}: {e}"));
+            }
         }
     }
 

@@ -40,18 +40,22 @@ pub struct RuntimeConfig {
     /// Open the userfaultfd in user-mode-only mode even where kernel
     /// faults could be handled (to test the syscall guard's mode as root).
     pub user_mode_only: bool,
-    /// Tests of the fatal path: make this runtime thread panic when it
-    /// first has work.
+    /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
-    pub inject_panic: Option<InjectPanic>,
+    pub inject: Option<InjectFailure>,
 }
 
-/// Which runtime thread an injected panic hits (tests of the fatal path).
+/// A failure injected to test the fatal path.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InjectPanic {
-    FaultHandler,
-    Reclaimer,
+pub enum InjectFailure {
+    /// The fault handler panics at its first event.
+    FaultHandlerPanic,
+    /// The reclaimer panics when it first has work.
+    ReclaimerPanic,
+    /// The reclaimer reads a region page it does not own when it first has
+    /// work (invariant 1 broken: the handler must end the program).
+    RuntimeThreadFault,
 }
 
 impl Default for RuntimeConfig {
@@ -65,7 +69,7 @@ impl Default for RuntimeConfig {
             aging_interval: Duration::from_millis(100),
             shared_limit: None,
             user_mode_only: false,
-            inject_panic: None,
+            inject: None,
         }
     }
 }
@@ -87,23 +91,14 @@ pub(crate) struct Inner {
     pub stop: AtomicBool,
     /// Wakes the reclaimer.
     pub reclaim_wake: Wakeup,
-    /// Reclaim progress, for faults throttled past the ceiling.
-    pub progress: Mutex<Progress>,
-    pub progress_cv: Condvar,
+    /// The reclaimer's last pass evicted nothing (the store refuses, or
+    /// nothing is evictable): throttled faults must not wait for it.
+    pub reclaim_stalled: AtomicBool,
     /// Wakes the fault handler out of `poll` at shutdown.
     pub stop_fd: libc::c_int,
     runtime_tids: [AtomicI32; MAX_RUNTIME_THREADS],
     pub last_aging: Mutex<Option<Instant>>,
     pub last_sweep: Mutex<Option<Instant>>,
-}
-
-/// What the reclaimer last did.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    /// Reclaim passes finished.
-    pub passes: u64,
-    /// The last pass evicted nothing (the store refuses, nothing evictable).
-    pub stalled: bool,
 }
 
 impl Inner {
@@ -206,6 +201,7 @@ impl Runtime {
                 "high_bytes >= 4096, reclaim_batch and evict_folio_pages >= 1".into(),
             ));
         }
+        crate::fatal::install_panic_hook();
         crate::arena::global()?;
         let (uffd, mode) = crate::uffd::open(cfg.user_mode_only)?;
         let shared = match &cfg.shared_limit {
@@ -241,8 +237,7 @@ impl Runtime {
             shared,
             stop: AtomicBool::new(false),
             reclaim_wake: Wakeup::default(),
-            progress: Mutex::new(Progress::default()),
-            progress_cv: Condvar::new(),
+            reclaim_stalled: AtomicBool::new(false),
             stop_fd,
             runtime_tids: Default::default(),
             last_aging: Mutex::new(None),

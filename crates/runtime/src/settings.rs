@@ -2,7 +2,7 @@
 //! LD_PRELOAD library), carried from the command line to the program in
 //! `UZSWAP_*` environment variables.
 
-use crate::{InjectPanic, RuntimeConfig};
+use crate::{InjectFailure, RuntimeConfig};
 use compress::{Algorithm, Backend, ParallelConfig};
 use std::path::PathBuf;
 use zswap::PAGE_SIZE;
@@ -24,8 +24,9 @@ pub mod env {
     /// Handle user-mode faults only (the syscall guard's mode), even where
     /// kernel faults could be handled.
     pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
-    /// Tests of the fatal path: `fault` or `reclaim` panics on first work.
-    pub const INJECT_PANIC: &str = "UZSWAP_INJECT_PANIC";
+    /// Tests of the fatal path: `fault-panic`, `reclaim-panic` or
+    /// `runtime-fault`.
+    pub const INJECT_FAILURE: &str = "UZSWAP_INJECT_FAILURE";
     /// Folder where each process writes its final counters at exit
     /// (`PID.stats`).
     pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
@@ -45,7 +46,7 @@ pub mod env {
         TRACK_WRITES,
         SHARED_LIMIT,
         USER_MODE_ONLY,
-        INJECT_PANIC,
+        INJECT_FAILURE,
         STATS_DIR,
         RUN_DIR,
     ];
@@ -85,7 +86,7 @@ pub struct Settings {
     /// kernel faults could be handled.
     pub user_mode_only: bool,
     /// Tests of the fatal path only.
-    pub inject_panic: Option<InjectPanic>,
+    pub inject: Option<InjectFailure>,
 }
 
 impl Default for Settings {
@@ -103,7 +104,7 @@ impl Default for Settings {
             track_writes: true,
             shared_limit: None,
             user_mode_only: false,
-            inject_panic: None,
+            inject: None,
         }
     }
 }
@@ -207,11 +208,18 @@ impl Settings {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
         }
-        if let Some(v) = get(env::INJECT_PANIC) {
-            s.inject_panic = Some(match v.as_str() {
-                "fault" => InjectPanic::FaultHandler,
-                "reclaim" => InjectPanic::Reclaimer,
-                _ => return Err(bad(env::INJECT_PANIC, &v, "fault or reclaim")),
+        if let Some(v) = get(env::INJECT_FAILURE) {
+            s.inject = Some(match v.as_str() {
+                "fault-panic" => InjectFailure::FaultHandlerPanic,
+                "reclaim-panic" => InjectFailure::ReclaimerPanic,
+                "runtime-fault" => InjectFailure::RuntimeThreadFault,
+                _ => {
+                    return Err(bad(
+                        env::INJECT_FAILURE,
+                        &v,
+                        "fault-panic, reclaim-panic or runtime-fault",
+                    ))
+                }
             });
         }
         s.validate()?;
@@ -299,12 +307,13 @@ impl Settings {
         if self.user_mode_only {
             vars.push((env::USER_MODE_ONLY, "1".into()));
         }
-        if let Some(p) = self.inject_panic {
+        if let Some(p) = self.inject {
             let v = match p {
-                InjectPanic::FaultHandler => "fault",
-                InjectPanic::Reclaimer => "reclaim",
+                InjectFailure::FaultHandlerPanic => "fault-panic",
+                InjectFailure::ReclaimerPanic => "reclaim-panic",
+                InjectFailure::RuntimeThreadFault => "runtime-fault",
             };
-            vars.push((env::INJECT_PANIC, v.into()));
+            vars.push((env::INJECT_FAILURE, v.into()));
         }
         vars
     }
@@ -333,7 +342,7 @@ impl Settings {
             track_writes: self.track_writes,
             shared_limit: self.shared_limit.clone(),
             user_mode_only: self.user_mode_only,
-            inject_panic: self.inject_panic,
+            inject: self.inject,
             ..RuntimeConfig::default()
         }
     }
@@ -393,7 +402,7 @@ mod tests {
             track_writes: false,
             shared_limit: Some("/dev/shm/x".into()),
             user_mode_only: true,
-            inject_panic: Some(InjectPanic::Reclaimer),
+            inject: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
@@ -417,7 +426,7 @@ mod tests {
             (env::TRACK_WRITES, "sometimes"),
             (env::SWAPFILE_SIZE, "1K"),
             (env::USER_MODE_ONLY, "perhaps"),
-            (env::INJECT_PANIC, "everywhere"),
+            (env::INJECT_FAILURE, "everywhere"),
         ];
         for (name, value) in cases {
             let err = Settings::from_vars(|k| (k == name).then(|| value.to_string()))

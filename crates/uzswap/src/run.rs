@@ -73,7 +73,7 @@ impl RuntimeArgs {
             track_writes: !self.no_track_writes,
             shared_limit: None,
             user_mode_only: self.user_mode_only,
-            inject_panic: None,
+            inject: None,
         };
         s.validate().map_err(|e| {
             format!(

@@ -277,6 +277,66 @@ fn exit_codes_pass_through_and_bad_settings_are_named() {
     );
 }
 
+/// Runs `uzswap run ARGS -- CMD` with `env` added, failing the test if it
+/// is not over within `limit` (the program must never hang).
+fn run_bounded(
+    args: &[&str],
+    cmd: &[&str],
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> Output {
+    use std::os::unix::process::CommandExt;
+    library();
+    // A process group of its own: on a timeout the program goes too.
+    let mut child = Command::new(UZSWAP)
+        .arg("run")
+        .args(args)
+        .arg("--")
+        .args(cmd)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("uzswap runs");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: signalling the process group we made.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} {env:?} still ran after {limit:?}\nstderr: {}",
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_failing_runtime_thread_ends_the_program_at_once() {
+    for (inject, needle) in [
+        ("reclaim-panic", "injected panic in the reclaimer"),
+        ("fault-panic", "injected panic in the fault handler"),
+        ("runtime-fault", "a runtime thread faulted on region page"),
+    ] {
+        let out = run_bounded(
+            &["--limit", "4M"],
+            &[MEMCHECK, "--mib", "16", "--threads", "2"],
+            &[("UZSWAP_INJECT_FAILURE", inject)],
+            std::time::Duration::from_secs(60),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(71), "{inject}: {err}");
+        assert!(
+            err.contains("uzswap: fatal:") && err.contains(needle),
+            "{inject}: {err}"
+        );
+    }
+}
+
 #[test]
 fn the_processes_of_a_run_share_its_limit() {
     let script = format!("{MEMCHECK} --mib 4 --threads 2 & {MEMCHECK} --mib 4 --threads 2 & wait");

@@ -72,4 +72,6 @@ pub enum ZswapError {
     BadOffset(u64),
     #[error("a folio is 1..=512 pages of 4096 bytes with one offset each")]
     BadFolio,
+    #[error("cannot start the shrinker thread: {0}")]
+    Thread(std::io::Error),
 }

@@ -101,7 +101,8 @@ impl Swap {
             shrinker: Mutex::new(None),
         });
         if swap.cfg.shrinker_enabled && swap.cfg.writeback {
-            *swap.shrinker.lock() = Some(Shrinker::start(Arc::downgrade(&swap)));
+            let shrinker = Shrinker::start(Arc::downgrade(&swap)).map_err(ZswapError::Thread)?;
+            *swap.shrinker.lock() = Some(shrinker);
         }
         Ok(swap)
     }
@@ -504,7 +505,7 @@ impl Swap {
 }
 
 impl Shrinker {
-    fn start(swap: Weak<Swap>) -> Self {
+    fn start(swap: Weak<Swap>) -> std::io::Result<Self> {
         let wake = Arc::new((Mutex::new(false), Condvar::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (w, st) = (wake.clone(), stop.clone());
@@ -526,13 +527,12 @@ impl Shrinker {
                     Some(s) => s.shrink_to_accept(),
                     None => return,
                 }
-            })
-            .expect("spawning the shrinker");
-        Self {
+            })?;
+        Ok(Self {
             wake,
             stop,
             thread: Some(thread),
-        }
+        })
     }
 }
 

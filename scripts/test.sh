@@ -10,6 +10,10 @@ cargo build --workspace --locked
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
 
+echo "== soak: 2 minutes, every compressor and folio size, injected I/O faults =="
+cargo build --release --locked -p uzswap
+./target/release/uzswap soak --minutes 2
+
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
 echo "== loom: compress batch claim protocol =="
 cargo test --locked -p compress --lib --release claim::loom_model

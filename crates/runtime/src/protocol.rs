@@ -89,6 +89,10 @@ impl StoreId {
     pub const OWN: StoreId = StoreId(0);
 }
 
+/// Times a swap-in is tried before the page is given up as unreadable (an
+/// I/O error or a checksum mismatch may be transient).
+pub const SWAPIN_TRIES: u8 = 8;
+
 /// Reprieves a page found written by an aging pass gets from reclaim.
 pub const WRITTEN_REPRIEVES: u8 = 2;
 
@@ -646,9 +650,10 @@ impl<B: Clone + Default> MissingFault<B> {
                         };
                         Ok(Step::Next)
                     }
-                    // A transient error (an I/O error) is tried again; then,
-                    // like the kernel's SIGBUS, the page cannot be produced.
-                    Err(error) if tries >= 2 => Err(Fatal::SwapIn {
+                    // A transient error (an I/O error, a flipped bit) is
+                    // tried again; then, like the kernel's SIGBUS, the page
+                    // cannot be produced.
+                    Err(error) if tries + 1 >= SWAPIN_TRIES => Err(Fatal::SwapIn {
                         addr: page_addr(base, idx),
                         store: store.0,
                         slot,
@@ -1603,7 +1608,7 @@ impl<B: Clone + Default> Release<B> {
                 let mut buf = B::default();
                 match cx.env.load(store, slot, &mut buf, &[]) {
                     Ok(_) => self.pc = ReleasePc::Map { idx, buf },
-                    Err(error) if tries >= 2 => {
+                    Err(error) if tries + 1 >= SWAPIN_TRIES => {
                         return Err(Fatal::SwapIn {
                             addr: page_addr(self.base, idx),
                             store: store.0,

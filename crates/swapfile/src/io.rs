@@ -108,6 +108,53 @@ struct Faults {
     fail_writes: HashSet<u64>,
     /// After this many more successful writes, every write fails with errno.
     writes_left: Option<(usize, i32)>,
+    /// Transient faults at random, and the generator's state.
+    random: Option<(FaultRates, u64)>,
+    injected: InjectedFaults,
+}
+
+/// Chances of transient faults, per million I/Os: each I/O draws anew, so
+/// trying again can succeed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultRates {
+    /// A read fails with EIO.
+    pub read_eio: u32,
+    /// A read returns one flipped bit (the checksum catches it).
+    pub read_flip: u32,
+    /// A write fails with EIO.
+    pub write_eio: u32,
+    /// A write fails with ENOSPC.
+    pub write_enospc: u32,
+}
+
+/// Faults injected so far, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InjectedFaults {
+    pub read_eio: u64,
+    pub read_flip: u64,
+    pub write_eio: u64,
+    pub write_enospc: u64,
+}
+
+impl InjectedFaults {
+    pub fn total(&self) -> u64 {
+        self.read_eio + self.read_flip + self.write_eio + self.write_enospc
+    }
+}
+
+impl Faults {
+    /// Draws whether a fault of chance `per_million` happens now.
+    fn draw(&mut self, pick: impl Fn(&FaultRates) -> u32) -> bool {
+        let Some((rates, state)) = self.random.as_mut() else {
+            return false;
+        };
+        // xorshift64*: plenty for fault injection.
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        let r = state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+        (r % 1_000_000) < u64::from(pick(rates))
+    }
 }
 
 /// Which I/O fails, shared between a test and its [`FaultyIo`].
@@ -130,6 +177,15 @@ impl FaultPlan {
     /// After `n` more good writes, writes fail with `errno` (e.g. ENOSPC).
     pub fn fail_writes_after(&self, n: usize, errno: i32) {
         self.0.lock().writes_left = Some((n, errno));
+    }
+    /// Transient faults at random from now on, at `rates` (seeded: the
+    /// same seed injects the same sequence).
+    pub fn random(&self, rates: FaultRates, seed: u64) {
+        self.0.lock().random = Some((rates, seed | 1));
+    }
+    /// The faults injected so far.
+    pub fn injected(&self) -> InjectedFaults {
+        self.0.lock().injected
     }
     /// No more faults.
     pub fn clear(&self) {
@@ -155,10 +211,14 @@ impl PageIo for FaultyIo {
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
         let slot = pos / PAGE;
         let (fail, corrupt) = {
-            let f = self.plan.0.lock();
+            let mut f = self.plan.0.lock();
+            let eio = f.draw(|r| r.read_eio);
+            let flip = !eio && f.draw(|r| r.read_flip);
+            f.injected.read_eio += u64::from(eio);
+            f.injected.read_flip += u64::from(flip);
             (
-                f.fail_reads.contains(&slot),
-                f.corrupt_reads.contains(&slot),
+                eio || f.fail_reads.contains(&slot),
+                flip || f.corrupt_reads.contains(&slot),
             )
         };
         if fail {
@@ -175,6 +235,14 @@ impl PageIo for FaultyIo {
         let slot = pos / PAGE;
         {
             let mut f = self.plan.0.lock();
+            if f.draw(|r| r.write_eio) {
+                f.injected.write_eio += 1;
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            if f.draw(|r| r.write_enospc) {
+                f.injected.write_enospc += 1;
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
             if f.fail_writes.contains(&slot) {
                 return Err(io::Error::from_raw_os_error(libc::EIO));
             }

@@ -32,7 +32,7 @@
 mod io;
 mod uring;
 
-pub use io::{FaultPlan, FaultyIo, FileIo, MemIo, PageIo};
+pub use io::{FaultPlan, FaultRates, FaultyIo, FileIo, InjectedFaults, MemIo, PageIo};
 pub use uring::UringIo;
 
 /// Which I/O back-end a swap file uses.

@@ -15,6 +15,7 @@ pub mod plot;
 pub mod progress;
 pub mod readahead;
 pub mod sizes;
+pub mod soak;
 pub mod store;
 pub mod usemem;
 pub mod usemem30;

@@ -77,6 +77,24 @@ enum Command {
     /// Page corpora: capture real processes' memory.
     #[command(subcommand)]
     Corpus(CorpusCmd),
+    /// Self-checking soak of the runtime: versioned pages checked at every
+    /// read while evictions, aging, compaction and injected swap-file
+    /// faults (EIO, ENOSPC, flipped bits) run; every compressor and folio
+    /// size. Fails on any mismatch.
+    Soak(SoakArgs),
+}
+
+#[derive(Args, Debug)]
+struct SoakArgs {
+    /// How long in all, in minutes (split over compressors x folio sizes).
+    #[arg(long, default_value_t = 2.0)]
+    minutes: f64,
+    /// Writer threads.
+    #[arg(long, default_value_t = 3)]
+    threads: usize,
+    /// Seed of the page contents, the accesses and the injected faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -274,6 +292,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem(&a),
         Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
         Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
+        Some(Command::Soak(a)) => soak(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -282,6 +301,52 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn soak(a: &SoakArgs) -> Result<(), BenchError> {
+    if !(a.minutes > 0.0) {
+        return Err(BenchError::Params(format!(
+            "--minutes {}: more than 0",
+            a.minutes
+        )));
+    }
+    let params = uzswap_bench::soak::SoakParams {
+        duration: std::time::Duration::from_secs_f64(a.minutes * 60.0),
+        threads: a.threads,
+        seed: a.seed,
+        ..uzswap_bench::soak::SoakParams::default()
+    };
+    let rounds = (params.compressors.len() * params.folios.len()) as u64;
+    println!(
+        "uzswap soak: {:.1} min, {} writer threads x {} pages under a {}-page limit, {} rounds",
+        a.minutes, params.threads, params.pages_per_thread, params.limit_pages, rounds
+    );
+    let progress = Progress::new("soak", rounds);
+    let report = uzswap_bench::soak::soak(&params, &progress)?;
+    progress.finish();
+    println!("{}", report.table());
+    println!(
+        "pages verified: {}  faults injected: {}  mismatches: {}",
+        report.pages_verified(),
+        report.faults_injected(),
+        report.mismatches()
+    );
+    for r in report.rounds.iter().filter(|r| r.mismatches > 0) {
+        for m in &r.first_mismatches {
+            eprintln!(
+                "uzswap soak: MISMATCH ({} {}K): {m}",
+                r.compressor,
+                r.folio_pages * 4
+            );
+        }
+    }
+    if report.mismatches() > 0 {
+        return Err(BenchError::Params(format!(
+            "{} pages read back differently from what was written",
+            report.mismatches()
+        )));
+    }
+    Ok(())
 }
 
 fn default_job() -> Result<(), BenchError> {

@@ -117,6 +117,13 @@ impl Zswap {
         self.pool.pages_allocated() * PAGE_SIZE
     }
 
+    /// Compacts the pool (zsmalloc's `compact`, which the kernel's shrinker
+    /// and `/sys/block/zram0/compact` run): objects migrate into fewer
+    /// zspages; returns the pages freed. Safe beside stores and loads.
+    pub fn compact(&self) -> usize {
+        self.pool.compact().pages_freed
+    }
+
     pub fn compressor(&self) -> &dyn Compressor {
         self.compressor.as_ref()
     }

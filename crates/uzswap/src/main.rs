@@ -304,7 +304,7 @@ fn main() -> ExitCode {
 }
 
 fn soak(a: &SoakArgs) -> Result<(), BenchError> {
-    if !(a.minutes > 0.0) {
+    if a.minutes.is_nan() || a.minutes <= 0.0 {
         return Err(BenchError::Params(format!(
             "--minutes {}: more than 0",
             a.minutes

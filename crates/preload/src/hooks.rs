@@ -333,3 +333,23 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
         unsafe { sys::sys_madvise(addr, len, advice) }
     })
 }
+
+/// # Safety
+/// C `_exit`: ends the process. Its counters are written first (a forked
+/// child that ends with `_exit`, as Python's `os._exit` does, still
+/// reports), unless it is a `vfork` child.
+#[no_mangle]
+pub unsafe extern "C" fn _exit(code: c_int) -> ! {
+    no_unwind("_exit", crate::stats::write_exit_report);
+    // SAFETY: exit_group ends every thread of the process; it never returns.
+    unsafe { libc::syscall(libc::SYS_exit_group, code) };
+    unreachable!("exit_group returned")
+}
+
+/// # Safety
+/// C `_Exit` (the same as `_exit`).
+#[no_mangle]
+pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
+    // SAFETY: _exit's contract.
+    unsafe { _exit(code) }
+}

@@ -32,8 +32,9 @@
 //!    already running on this thread (C libraries inside compression, the
 //!    runtime's own `mmap`/`munmap`/`madvise`), pass straight to glibc or
 //!    the kernel.
-//! 3. In a forked child the runtime's threads do not exist: the child
-//!    never uses the runtime, and regions are not inherited (MADV_DONTFORK).
+//! 3. A forked child gets a runtime of its own (see `runtime::fork`): it
+//!    sees its parent's regions as they were at the fork, pages its own
+//!    allocations, and reports its own counters.
 //!
 //! ## Lock order
 //!

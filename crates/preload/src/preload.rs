@@ -1,12 +1,12 @@
 //! The process-wide state: settings, the runtime, and the table of regions
 //! handed to the program.
 
-use parking_lot::Mutex;
 use runtime::{Region, Runtime, Settings};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 const PAGE: usize = 4096;
 
@@ -15,15 +15,15 @@ const PAGE: usize = 4096;
 static MIN_ALLOC: AtomicUsize = AtomicUsize::new(usize::MAX);
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 static PRELOAD: OnceLock<Preload> = OnceLock::new();
-/// Set in a forked child: the runtime's threads are the parent's.
-static FORKED: AtomicBool = AtomicBool::new(false);
+/// The process the runtime was made (or, after a fork, adopted) for. A
+/// `vfork` child shares its parent's memory and runtime: it must not
+/// report or use them as its own.
+static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 /// Bounds of every region ever handed out: a cheap "not ours" test.
 static LO: AtomicUsize = AtomicUsize::new(usize::MAX);
 static HI: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// A hook is running on this thread: nested calls pass through.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
     /// 0 unknown, 1 the program's thread, 2 a runtime thread.
     static THREAD_KIND: Cell<u8> = const { Cell::new(0) };
 }
@@ -57,17 +57,20 @@ pub struct Preload {
     pub regions_released: AtomicU64,
 }
 
-/// Marks this thread busy in a hook while alive.
-pub struct Busy(());
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        BUSY.with(|b| b.set(false));
+impl Preload {
+    /// The region table (a poisoned lock is taken anyway: a panic in a hook
+    /// has ended the program).
+    fn table(&'static self) -> MutexGuard<'static, BTreeMap<usize, Entry>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// Marks this thread inside the runtime while alive: its nested calls pass
+/// through (see `runtime::reentry`).
+pub type Busy = runtime::reentry::Inside;
+
 /// Enters a hook that may use the runtime: `None` when the call must pass
-/// through (nested call, runtime thread, forked child).
+/// through (nested call, runtime thread).
 pub fn enter() -> Option<Busy> {
     (!passes_through()).then(force_busy)
 }
@@ -75,13 +78,12 @@ pub fn enter() -> Option<Busy> {
 /// Marks the thread busy whoever it is (for work on a region found in the
 /// table, whose syscalls must reach the kernel).
 pub fn force_busy() -> Busy {
-    BUSY.with(|b| b.set(true));
-    Busy(())
+    runtime::reentry::enter()
 }
 
 /// Whether the calls of this thread must bypass the hooks.
 pub fn passes_through() -> bool {
-    FORKED.load(Ordering::Relaxed) || BUSY.with(Cell::get) || is_runtime_thread()
+    runtime::reentry::inside() || is_runtime_thread()
 }
 
 fn is_runtime_thread() -> bool {
@@ -97,8 +99,38 @@ fn is_runtime_thread() -> bool {
     })
 }
 
-extern "C" fn in_forked_child() {
-    FORKED.store(true, Ordering::Relaxed);
+thread_local! {
+    /// The region table, held by the forking thread from the fork's prepare
+    /// to its parent or child handler.
+    static FORK_HELD: RefCell<Option<MutexGuard<'static, BTreeMap<usize, Entry>>>> =
+        const { RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    no_unwind("fork prepare", || {
+        if let Some(p) = started() {
+            let table = p.table();
+            FORK_HELD.with(|h| *h.borrow_mut() = Some(table));
+        }
+    })
+}
+
+extern "C" fn after_fork_in_parent() {
+    no_unwind("fork parent", || {
+        FORK_HELD.with(|h| drop(h.borrow_mut().take()));
+    })
+}
+
+extern "C" fn after_fork_in_child() {
+    no_unwind("fork child", || {
+        FORK_HELD.with(|h| drop(h.borrow_mut().take()));
+        // The child has a runtime of its own (rebuilt by the runtime's fork
+        // handler, which ran first): it serves its own counters.
+        if started().is_some() {
+            OWNER_PID.store(std::process::id(), Ordering::Relaxed);
+            crate::stats::start_server();
+        }
+    })
 }
 
 /// Reads the settings from the environment; a bad one ends the program
@@ -108,8 +140,22 @@ pub fn load_settings() {
         Ok(s) => {
             MIN_ALLOC.store(s.min_alloc_bytes, Ordering::Relaxed);
             let _ = SETTINGS.set(s);
-            // SAFETY: registering a handler with no preconditions.
-            unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+            // The runtime's fork handlers first: its prepare then runs after
+            // every other (library) prepare handler, its child handler
+            // before theirs. Then ours, which hold the region table.
+            runtime::fork::register_handlers();
+            // SAFETY: registering handlers with no preconditions; they never
+            // unwind.
+            let r = unsafe {
+                libc::pthread_atfork(
+                    Some(before_fork),
+                    Some(after_fork_in_parent),
+                    Some(after_fork_in_child),
+                )
+            };
+            if r != 0 {
+                die(&format!("pthread_atfork failed (errno {r})"));
+            }
         }
         Err(e) => die(&format!("bad setting: {e}")),
     }
@@ -152,15 +198,16 @@ pub fn get() -> Option<&'static Preload> {
             region_allocs: AtomicU64::new(0),
             regions_released: AtomicU64::new(0),
         };
+        OWNER_PID.store(std::process::id(), Ordering::Relaxed);
         crate::stats::start_server();
         p
     }))
 }
 
-/// Whether this process is a forked child of the one that started the
-/// runtime.
-pub fn forked() -> bool {
-    FORKED.load(Ordering::Relaxed)
+/// Whether this process owns the runtime in its memory (false in a `vfork`
+/// child, which shares its parent's).
+pub fn owns_runtime() -> bool {
+    OWNER_PID.load(Ordering::Relaxed) == std::process::id()
 }
 
 /// The runtime if it has started (never starts it).
@@ -183,7 +230,7 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     LO.fetch_min(base, Ordering::Relaxed);
     HI.fetch_max(base + region.len(), Ordering::Relaxed);
     p.region_allocs.fetch_add(1, Ordering::Relaxed);
-    p.table.lock().insert(base, Entry { region, user, kind });
+    p.table().insert(base, Entry { region, user, kind });
     Some(user)
 }
 
@@ -197,7 +244,7 @@ pub fn usable_size(ptr: usize) -> Option<usize> {
         return None;
     }
     let p = started()?;
-    let table = p.table.lock();
+    let table = p.table();
     let (_, e) = table.range(..=ptr).next_back()?;
     (e.user == ptr).then(|| e.usable())
 }
@@ -219,12 +266,8 @@ pub fn free(ptr: usize) -> Freed {
     let Some(p) = started() else {
         return Freed::NotOurs;
     };
-    if FORKED.load(Ordering::Relaxed) {
-        // The parent's regions are not mapped here; leave them alone.
-        return Freed::Region;
-    }
     let entry = {
-        let mut table = p.table.lock();
+        let mut table = p.table();
         match table.range(..=ptr).next_back() {
             Some((&base, e)) if e.user == ptr && e.kind == Kind::Malloc => table.remove(&base),
             Some((_, e)) if ptr < e.region.as_ptr() as usize + e.region.len() => {
@@ -254,7 +297,7 @@ pub fn unmap_exact(addr: usize, len: usize) -> bool {
         return false;
     };
     let entry = {
-        let mut table = p.table.lock();
+        let mut table = p.table();
         let hit = table.get(&addr).is_some_and(|e| {
             e.kind == Kind::Mapping && e.user == addr && len.div_ceil(PAGE) * PAGE == e.region.len()
         });
@@ -283,7 +326,7 @@ pub fn release_overlapping(addr: usize, len: usize) -> usize {
     };
     let end = addr.saturating_add(len);
     let hits: Vec<Entry> = {
-        let mut table = p.table.lock();
+        let mut table = p.table();
         let bases: Vec<usize> = table
             .range(..end)
             .filter(|(&b, e)| b + e.region.len() > addr)
@@ -306,7 +349,7 @@ pub fn holdings() -> (u64, u64) {
     let Some(p) = started() else {
         return (0, 0);
     };
-    let table = p.table.lock();
+    let table = p.table();
     let bytes = table.values().map(|e| e.region.len() as u64).sum();
     (table.len() as u64, bytes)
 }

@@ -60,7 +60,7 @@ pub fn start_server() {
 /// At exit: the final counters to `STATS_DIR/PID.stats`, and the socket
 /// removed.
 pub fn write_exit_report() {
-    if preload::started().is_none() || preload::forked() {
+    if preload::started().is_none() || !preload::owns_runtime() {
         return;
     }
     let _busy = preload::force_busy();

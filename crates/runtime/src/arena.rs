@@ -13,10 +13,10 @@
 //! program as plain memory stays the program's until it unmaps it.
 
 use crate::sys;
-use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Sizes tried for the reservation, largest first (an `RLIMIT_AS` or a
 /// small address space may refuse the larger ones).
@@ -109,6 +109,9 @@ impl FreeRoom {
     }
 }
 
+/// The arena's lock, held across a fork.
+pub(crate) struct ForkGuard(#[allow(dead_code)] MutexGuard<'static, FreeRoom>);
+
 static ARENA: OnceLock<Result<Arena, ArenaError>> = OnceLock::new();
 
 /// The process's arena, reserved on first use.
@@ -140,7 +143,7 @@ impl Arena {
                             hi: lo + size,
                             free: Mutex::new(FreeRoom::default()),
                         };
-                        arena.free.lock().insert(lo + GRAIN, size - GRAIN);
+                        arena.room().insert(lo + GRAIN, size - GRAIN);
                         return Ok(arena);
                     }
                     Err(e) => last = e,
@@ -188,6 +191,16 @@ impl Arena {
         Ok(lo)
     }
 
+    fn room(&self) -> MutexGuard<'_, FreeRoom> {
+        self.free.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds the arena's lock across a fork, so that the child's copy of
+    /// the free room is not caught half changed.
+    pub(crate) fn fork_guard(&'static self) -> ForkGuard {
+        ForkGuard(self.room())
+    }
+
     pub fn range(&self) -> Range<usize> {
         self.lo..self.hi
     }
@@ -200,9 +213,9 @@ impl Arena {
     /// anonymous memory in the arena; returns its address.
     pub fn carve(&self, len: usize) -> Result<usize, ArenaError> {
         let len = len.div_ceil(GRAIN) * GRAIN;
-        let addr = self.free.lock().take(len).ok_or(ArenaError::Full(len))?;
+        let addr = self.room().take(len).ok_or(ArenaError::Full(len))?;
         if let Err(e) = Self::map_rw(addr, len) {
-            self.free.lock().insert(addr, len);
+            self.room().insert(addr, len);
             return Err(e);
         }
         Ok(addr)
@@ -211,11 +224,11 @@ impl Arena {
     /// Maps `[addr, addr + len)` read-write if that room is free (to grow a
     /// region in place); `false` if it is not.
     pub fn carve_at(&self, addr: usize, len: usize) -> Result<bool, ArenaError> {
-        if !self.free.lock().take_at(addr, len) {
+        if !self.room().take_at(addr, len) {
             return Ok(false);
         }
         if let Err(e) = Self::map_rw(addr, len) {
-            self.free.lock().insert(addr, len);
+            self.room().insert(addr, len);
             return Err(e);
         }
         Ok(true)
@@ -247,7 +260,7 @@ impl Arena {
         // If it cannot be re-reserved (out of mappings), the room stays out
         // of use rather than be handed out while we do not hold it.
         if unsafe { sys::mmap(addr, len, libc::PROT_NONE, flags) }.is_ok() {
-            self.free.lock().insert(addr, len);
+            self.room().insert(addr, len);
         }
     }
 
@@ -261,14 +274,14 @@ impl Arena {
         // SAFETY: NOREPLACE maps only where nothing is mapped.
         if let Ok(a) = unsafe { sys::mmap(addr, len, libc::PROT_NONE, flags) } {
             if a == addr {
-                self.free.lock().insert(addr, len);
+                self.room().insert(addr, len);
             }
         }
     }
 
     /// Free bytes of address room (for tests).
     pub fn free_bytes(&self) -> usize {
-        self.free.lock().by_start.values().sum()
+        self.room().by_start.values().sum()
     }
 }
 

@@ -20,6 +20,14 @@ impl Counters {
     pub fn get(&self, e: Event) -> u64 {
         self.events[e as usize].load(Ordering::Relaxed)
     }
+
+    /// Back to zero (a forked child counts its own).
+    pub fn reset(&self) {
+        for e in &self.events {
+            e.store(0, Ordering::Relaxed);
+        }
+        self.throttles.store(0, Ordering::Relaxed);
+    }
 }
 
 /// A snapshot of the runtime's counters (the swap store keeps its own:

@@ -2,25 +2,64 @@
 //! `PAGEMAP_SCAN`, and the swap store ([`zswap::Swap`]).
 
 use crate::counters::Counters;
+use crate::forkcell::ForkCell;
 use crate::pagemap::PagemapScan;
 use crate::protocol::{Env, Event, KernelError, Slot, StoreError, StoreId, PAGE};
+use crate::shared::SharedLimit;
 use crate::sys;
 use crate::uffd::FaultMode;
-use std::sync::Arc;
+use crate::wakeup::Wakeup;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
 use userfaultfd::Uffd;
 use zswap::Swap;
 
-/// The runtime's [`Env`].
-pub(crate) struct RealEnv {
+/// What belongs to one process and a forked child replaces: the
+/// userfaultfd, the store evictions go to, threads, file handles.
+pub(crate) struct Live {
     pub uffd: Uffd,
-    pub mode: FaultMode,
     /// The store this process's evictions go to.
     pub own: Arc<Swap>,
-    /// One folio of zeros: the source of first-touch write faults.
-    zeros: Box<[u8]>,
+    /// Stores inherited from ancestors (read-only): `StoreId(i + 1)`.
+    pub inherited: Vec<Inherited>,
     /// `PAGEMAP_SCAN` for write tracking; `None` when off or unsupported.
     pub pagemap: Option<PagemapScan>,
+    /// Wakes the fault handler out of `poll` at shutdown.
+    pub stop_fd: libc::c_int,
+    /// A limit shared with other processes, if any.
+    pub shared: Option<SharedLimit>,
+    /// Wakes the reclaimer.
+    pub reclaim_wake: Wakeup,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Forks whose children may still read this process's swap file.
+    pub generations: Mutex<Vec<Generation>>,
+}
+
+/// A store inherited from an ancestor, and the fork generation (of that
+/// ancestor's swap file) whose frozen slots this process may read.
+pub(crate) struct Inherited {
+    pub swap: Arc<Swap>,
+    pub generation: u64,
+}
+
+/// A fork of this process: the slots of its swap file frozen for the child.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    pub id: u64,
+    pub slots: Vec<u64>,
+    pub at: std::time::Instant,
+}
+
+/// The runtime's [`Env`].
+pub(crate) struct RealEnv {
+    live: ForkCell<Live>,
+    pub mode: FaultMode,
+    /// One folio of zeros: the source of first-touch write faults.
+    zeros: Box<[u8]>,
     pub counters: Counters,
+    /// Every call into a store holds it (shared); a fork holds it alone, so
+    /// that no thread is inside a store at the instant of the fork.
+    pub gate: RwLock<()>,
 }
 
 fn errno_of(e: &userfaultfd::Error) -> i32 {
@@ -43,21 +82,37 @@ fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
 }
 
 impl RealEnv {
-    pub fn new(
-        uffd: Uffd,
-        mode: FaultMode,
-        own: Arc<Swap>,
-        folio_pages: usize,
-        pagemap: Option<PagemapScan>,
-    ) -> Self {
+    pub fn new(live: Live, mode: FaultMode, folio_pages: usize) -> Self {
         Self {
-            uffd,
+            live: ForkCell::new(live),
             mode,
-            own,
             zeros: vec![0u8; folio_pages.max(1) * PAGE].into_boxed_slice(),
-            pagemap,
             counters: Counters::default(),
+            gate: RwLock::new(()),
         }
+    }
+
+    pub fn live(&self) -> &Live {
+        self.live.get()
+    }
+
+    /// A forked child's own [`Live`] in place of its parent's; returns the
+    /// parent's.
+    ///
+    /// # Safety
+    /// As [`ForkCell::replace_in_child`].
+    pub unsafe fn replace_live_in_child(&self, live: Live) -> Live {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.live.replace_in_child(live) }
+    }
+
+    fn uffd(&self) -> &Uffd {
+        &self.live().uffd
+    }
+
+    /// Holds the store gate (shared) for one store call.
+    fn gated(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `UFFDIO_COPY` of `src` to `dst`, finishing a partial copy (EAGAIN
@@ -76,7 +131,7 @@ impl RealEnv {
             // a registered region whose pages there are in flight (owned by
             // the calling operation), so nothing else maps them.
             let r = unsafe {
-                self.uffd.copy(
+                self.uffd().copy(
                     src[done..].as_ptr() as *const libc::c_void,
                     (dst + done) as *mut libc::c_void,
                     src.len() - done,
@@ -96,7 +151,7 @@ impl RealEnv {
     fn zeropage(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
         for again in 0.. {
             // SAFETY: the range lies in a registered region of ours.
-            match unsafe { self.uffd.zeropage(addr as *mut libc::c_void, len, wake) } {
+            match unsafe { self.uffd().zeropage(addr as *mut libc::c_void, len, wake) } {
                 Ok(_) => return Ok(()),
                 Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => {
                     // Part of it may be mapped now: go page by page, where
@@ -145,19 +200,19 @@ impl Env for RealEnv {
     }
 
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {
-        self.uffd
+        self.uffd()
             .wake(addr as *mut libc::c_void, len)
             .map_err(|e| kerr("UFFDIO_WAKE", addr, len, errno_of(&e)))
     }
 
     fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError> {
-        self.uffd
+        self.uffd()
             .write_protect(addr as *mut libc::c_void, len)
             .map_err(|e| kerr("UFFDIO_WRITEPROTECT", addr, len, errno_of(&e)))
     }
 
     fn unprotect(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
-        self.uffd
+        self.uffd()
             .remove_write_protection(addr as *mut libc::c_void, len, wake)
             .map_err(|e| kerr("UFFDIO_WRITEPROTECT (remove)", addr, len, errno_of(&e)))
     }
@@ -180,7 +235,7 @@ impl Env for RealEnv {
         len: usize,
         out: &mut Vec<(usize, usize)>,
     ) -> Result<(), KernelError> {
-        match &self.pagemap {
+        match &self.live().pagemap {
             Some(p) => p.written(addr, addr + len, out).map_err(|e| {
                 kerr(
                     "PAGEMAP_SCAN",
@@ -194,8 +249,9 @@ impl Env for RealEnv {
     }
 
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
-        let slots = self
-            .own
+        let _gate = self.gated();
+        let own = &self.live().own;
+        let slots = own
             .alloc_slots(pages)
             .map_err(|e| StoreError(e.to_string()))?;
         let run: Vec<&[u8]> = (0..pages)
@@ -207,11 +263,11 @@ impl Env for RealEnv {
                 unsafe { std::slice::from_raw_parts((addr + k * PAGE) as *const u8, PAGE) }
             })
             .collect();
-        match self.own.swap_out(&run, &slots) {
+        match own.swap_out(&run, &slots) {
             Ok(_) => Ok(slots),
             Err(e) => {
                 for &s in &slots {
-                    let _ = self.own.free(s);
+                    let _ = own.free(s);
                 }
                 Err(StoreError(e.to_string()))
             }
@@ -225,12 +281,25 @@ impl Env for RealEnv {
         out: &mut Vec<u8>,
         neighbours: &[Slot],
     ) -> Result<Vec<(Slot, Vec<u8>)>, StoreError> {
-        if store != StoreId::OWN {
-            return Err(StoreError(format!("no store {}", store.0)));
-        }
+        let _gate = self.gated();
         out.resize(PAGE, 0);
+        if store != StoreId::OWN {
+            // An ancestor's store: read, never changed (its pool and file
+            // are the parent's too); no fault-around.
+            let inherited = self
+                .live()
+                .inherited
+                .get(store.0 as usize - 1)
+                .ok_or_else(|| StoreError(format!("no store {}", store.0)))?;
+            inherited
+                .swap
+                .read_frozen(slot, out)
+                .map_err(|e| StoreError(e.to_string()))?;
+            return Ok(Vec::new());
+        }
         let mut got = Vec::new();
-        self.own
+        self.live()
+            .own
             .swap_in_around(slot, out, neighbours, &mut got)
             .map_err(|e| StoreError(e.to_string()))?;
         Ok(got.into_iter().map(|(s, b)| (s, b.into_vec())).collect())
@@ -238,7 +307,8 @@ impl Env for RealEnv {
 
     fn free(&self, store: StoreId, slot: Slot) {
         if store == StoreId::OWN {
-            let _ = self.own.free(slot);
+            let _gate = self.gated();
+            let _ = self.live().own.free(slot);
         }
     }
 

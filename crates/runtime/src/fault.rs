@@ -12,15 +12,16 @@ use userfaultfd::{Event, EventBuffer, FaultKind, ReadWrite};
 impl Inner {
     pub(crate) fn fault_loop(&self) {
         self.register_runtime_thread();
+        let live = self.env.live();
         let mut events = EventBuffer::new(64);
         let mut fds = [
             libc::pollfd {
-                fd: self.env.uffd.as_raw_fd(),
+                fd: live.uffd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
             libc::pollfd {
-                fd: self.stop_fd,
+                fd: live.stop_fd,
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -45,7 +46,7 @@ impl Inner {
             if n == 0 {
                 continue;
             }
-            let batch = match self.env.uffd.read_events(&mut events) {
+            let batch = match live.uffd.read_events(&mut events) {
                 Ok(batch) => batch,
                 Err(e) => fatal::die(&format!("reading userfaultfd events: {e}")),
             };

@@ -53,12 +53,15 @@ mod counters;
 mod env;
 pub mod fatal;
 mod fault;
+pub mod fork;
+mod forkcell;
 pub mod launch;
 #[cfg(test)]
 mod model;
 mod pagemap;
 pub mod protocol;
 mod reclaim;
+pub mod reentry;
 mod region;
 pub mod report;
 mod runtime;

@@ -27,10 +27,10 @@ use crate::protocol::{
     self, Age, Cx, Env, Event, Evict, KernelError, MissingFault, PageState, Pin, PinnedRun,
     Release, Slot, State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
 };
-use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 const BASE: usize = 0x10_0000;
 
@@ -555,7 +555,7 @@ impl World {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&cx)));
         let violation = env.violation.take();
         drop(env);
-        self.st = m.into_inner();
+        self.st = m.into_inner().unwrap_or_else(PoisonError::into_inner);
         if let Some(v) = violation {
             return Err(v);
         }

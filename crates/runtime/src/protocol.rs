@@ -68,10 +68,10 @@
 //! in between (the model's `Flaw::UnprotectUnlocked` shows the lost write
 //! otherwise).
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Bytes in a page.
 pub const PAGE: usize = zswap::PAGE_SIZE;
@@ -506,8 +506,14 @@ pub struct Cx<'a, E: Env> {
 
 impl<E: Env> Cx<'_, E> {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock()
+        lock(self.state)
     }
+}
+
+/// Locks the state. A poisoned lock is taken anyway: a runtime thread that
+/// panicked has ended the process already (see `fatal.rs`).
+pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn page_addr(base: usize, idx: usize) -> usize {
@@ -1345,6 +1351,9 @@ impl Age {
             AgePc::Mark(written) => {
                 let &(base, id, len) = self.regions.last().expect("a region");
                 let mut st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Done(0));
+                }
                 let Some(r) = st.region(base, id).filter(|r| !r.dying) else {
                     return Ok(self.next_region());
                 };
@@ -1541,10 +1550,15 @@ impl<B: Clone + Default> Release<B> {
         match std::mem::replace(&mut self.pc, ReleasePc::MarkDying) {
             ReleasePc::MarkDying => {
                 let mut st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Wait(st.changes));
+                }
                 let Some(r) = st.region(self.base, self.id) else {
                     return Ok(Step::Done(()));
                 };
                 r.dying = true;
+                // In flight until its last step: a fork waits for it.
+                st.in_flight += 1;
                 self.pc = ReleasePc::Quiesce;
                 Ok(Step::Next)
             }
@@ -1552,7 +1566,7 @@ impl<B: Clone + Default> Release<B> {
                 let mut st = cx.lock();
                 let changes = st.changes;
                 let Some(r) = st.region(self.base, self.id) else {
-                    return Ok(Step::Done(()));
+                    return Ok(self.finish(&mut st, cx.changed));
                 };
                 if r.in_flight > 0 {
                     self.pc = ReleasePc::Quiesce;
@@ -1569,7 +1583,7 @@ impl<B: Clone + Default> Release<B> {
                 let mut st = cx.lock();
                 let changes = st.changes;
                 let Some(r) = st.region(self.base, self.id) else {
-                    return Ok(Step::Done(()));
+                    return Ok(self.finish(&mut st, cx.changed));
                 };
                 let swapped = r.pages.iter().position(|p| {
                     matches!(p.state, PageState::Swapped { .. } | PageState::Loading)
@@ -1650,7 +1664,7 @@ impl<B: Clone + Default> Release<B> {
             ReleasePc::Forget => {
                 let mut st = cx.lock();
                 let Some(r) = st.regions.remove(&self.base) else {
-                    return Ok(Step::Done(()));
+                    return Ok(self.finish(&mut st, cx.changed));
                 };
                 debug_assert_eq!(r.id, self.id);
                 let resident = r
@@ -1669,7 +1683,7 @@ impl<B: Clone + Default> Release<B> {
                     })
                     .collect();
                 if slots.is_empty() {
-                    return Ok(Step::Done(()));
+                    return Ok(self.finish(&mut st, cx.changed));
                 }
                 self.pc = ReleasePc::Free(slots);
                 Ok(Step::Next)
@@ -1678,8 +1692,105 @@ impl<B: Clone + Default> Release<B> {
                 for (store, slot) in slots {
                     cx.env.free(store, slot);
                 }
-                Ok(Step::Done(()))
+                Ok(self.finish(&mut cx.lock(), cx.changed))
             }
         }
     }
+
+    /// The release is over: no longer in flight.
+    fn finish(&mut self, st: &mut State, cv: &Condvar) -> Step<()> {
+        st.in_flight -= 1;
+        st.changed(cv);
+        Step::Done(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fork.
+
+/// Prepares a fork: from now on no operation starts (they wait), and this
+/// waits until none is in flight. `Done`: every page is `Untouched`,
+/// `Resident` or `Swapped`, and what each holds is settled — the instant
+/// a child may copy. [`end_fork`] lets operations start again.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Fork {
+    set: bool,
+}
+
+impl Fork {
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        if !self.set {
+            if st.forking {
+                // Another thread is forking: wait for it to finish.
+                return Ok(Step::Wait(st.changes));
+            }
+            st.forking = true;
+            self.set = true;
+        }
+        if st.in_flight > 0 {
+            return Ok(Step::Wait(st.changes));
+        }
+        Ok(Step::Done(()))
+    }
+}
+
+/// The fork is over (parent, or a failed fork): operations start again.
+pub fn end_fork(st: &mut State, cv: &Condvar) {
+    st.forking = false;
+    st.changed(cv);
+}
+
+/// In a forked child, the state it copied becomes its own. Pages its parent
+/// had swapped out to its own store are now in the parent's store,
+/// inherited read-only as `parent_store`; resident pages are mapped
+/// copy-on-write from the parent, so they stay `shared` — not charged, not
+/// on the LRU, write-protected by the caller — until the child writes
+/// them. Nothing can be in flight (the parent forked after [`Fork`]); the
+/// threads that held pins or ran operations do not exist here.
+pub fn adopt_after_fork(st: &mut State, parent_store: StoreId) {
+    for r in st.regions.values_mut() {
+        r.dying = false;
+        r.in_flight = 0;
+        r.aging = false;
+        for p in &mut r.pages {
+            debug_assert!(!p.state.in_flight(), "forked with {:?} in flight", p.state);
+            p.pins = 0;
+            p.waiters = false;
+            p.armed = false;
+            p.referenced = 0;
+            p.active = false;
+            match p.state {
+                PageState::Resident => p.shared = true,
+                PageState::Swapped { store, slot } if store == StoreId::OWN => {
+                    p.state = PageState::Swapped {
+                        store: parent_store,
+                        slot,
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    st.lru.clear();
+    st.resident = 0;
+    st.in_flight = 0;
+    st.forking = false;
+    st.sleepers = 0;
+}
+
+/// Resident page ranges of the region at `base`: `(address, length)`.
+pub fn resident_ranges(r: &RegionPages, base: usize) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in r.pages.iter().enumerate() {
+        if p.state != PageState::Resident {
+            continue;
+        }
+        let a = page_addr(base, i);
+        match ranges.last_mut() {
+            Some(last) if last.0 + last.1 == a => last.1 += PAGE,
+            _ => ranges.push((a, PAGE)),
+        }
+    }
+    ranges
 }

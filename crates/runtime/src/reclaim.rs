@@ -9,7 +9,7 @@ use crate::protocol::Env;
 use crate::protocol::{Age, Evict};
 use crate::runtime::{InjectFailure, Inner};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl Inner {
     /// Residency past which faults wait for reclaim.
@@ -20,11 +20,14 @@ impl Inner {
     pub(crate) fn reclaim_loop(&self) {
         self.register_runtime_thread();
         while !self.stopping() {
-            self.reclaim_wake.wait(Duration::from_millis(20));
+            self.env.live().reclaim_wake.wait(Duration::from_millis(20));
             self.sweep_shared();
+            self.thaw_generations();
+            self.shrink_store();
             while !self.stopping() && self.charged() > self.high_pages {
                 self.inject_failure();
                 let n = self.evict(self.cfg.reclaim_batch);
+                self.shrink_store();
                 self.reclaim_stalled.store(n == 0, Ordering::Release);
                 if n == 0 {
                     break;
@@ -40,7 +43,7 @@ impl Inner {
             Some(InjectFailure::RuntimeThreadFault) => {
                 // A page that is not mapped (untouched or swapped out): the
                 // read faults.
-                let addr = self.state.lock().regions.iter().find_map(|(&b, r)| {
+                let addr = self.lock().regions.iter().find_map(|(&b, r)| {
                     r.pages
                         .iter()
                         .position(|p| {
@@ -77,7 +80,7 @@ impl Inner {
     pub(crate) fn over_ceiling(&self) -> bool {
         let charged = self.charged();
         if charged > self.high_pages {
-            self.reclaim_wake.kick();
+            self.env.live().reclaim_wake.kick();
         }
         charged > self.ceiling()
     }
@@ -90,7 +93,7 @@ impl Inner {
         }
         let stalled = self.reclaim_stalled.load(Ordering::Acquire);
         if self.charged() > self.ceiling() && !stalled && !self.stopping() {
-            self.reclaim_wake.kick();
+            self.env.live().reclaim_wake.kick();
             return;
         }
         for addr in pages.drain(..) {
@@ -106,22 +109,41 @@ impl Inner {
     /// One aging pass, at most every `aging_interval`, where writes are
     /// tracked.
     fn maybe_age(&self) {
-        if self.env.pagemap.is_none() {
+        if self.env.live().pagemap.is_none() {
             return;
         }
+        let now = self.now_ms();
+        let last = self.last_aging_ms.load(Ordering::Relaxed);
+        let due =
+            last == 0 || now.saturating_sub(last) >= self.cfg.aging_interval.as_millis() as u64;
+        if !due
+            || self
+                .last_aging_ms
+                .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
         {
-            let mut last = self.last_aging.lock();
-            if last.is_some_and(|t| t.elapsed() < self.cfg.aging_interval) {
-                return;
-            }
-            *last = Some(Instant::now());
+            return;
         }
         self.age();
     }
 
+    /// The store's shrinker, run here: writes back cold pages when the pool
+    /// is over its limit.
+    fn shrink_store(&self) {
+        let own = &self.env.live().own;
+        if own.needs_shrink() {
+            let _gate = self
+                .env
+                .gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            own.shrink();
+        }
+    }
+
     /// One aging pass now.
     pub(crate) fn age(&self) {
-        if self.env.pagemap.is_some() {
+        if self.env.live().pagemap.is_some() {
             let mut op = Age::new();
             self.drive(|cx| op.step(cx));
         }
@@ -129,12 +151,17 @@ impl Inner {
 
     /// Clears the shared limit's slots of dead processes, every 100 ms.
     fn sweep_shared(&self) {
-        let Some(shared) = &self.shared else {
+        let Some(shared) = &self.env.live().shared else {
             return;
         };
-        let mut last = self.last_sweep.lock();
-        if last.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
-            *last = Some(Instant::now());
+        let now = self.now_ms();
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        if (last == 0 || now.saturating_sub(last) >= 100)
+            && self
+                .last_sweep_ms
+                .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
             shared.sweep();
         }
     }

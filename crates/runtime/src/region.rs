@@ -2,10 +2,10 @@
 //! userfaultfd, paged by the protocol. Also the pins a system call takes on
 //! region pages.
 
+use crate::arena;
 use crate::protocol::{self, Pin, PinnedRun, Release, PAGE};
 use crate::runtime::{Inner, Runtime};
 use crate::RuntimeError;
-use crate::{arena, sys};
 use std::sync::Arc;
 use userfaultfd::RegisterMode;
 
@@ -16,24 +16,13 @@ impl Runtime {
         let bytes = len.max(1).div_ceil(arena::GRAIN) * arena::GRAIN;
         let arena = arena::global()?;
         let base = arena.carve(bytes)?;
-        // A forked child must never see a region's pages half swapped out
-        // (its copy has no handler): the mapping is not inherited, and a
-        // child that touches it faults (SIGSEGV) rather than read zeros.
-        // SAFETY: advice on the room carved just above.
-        if let Err(e) = unsafe { sys::madvise(base, bytes, libc::MADV_DONTFORK) } {
-            // SAFETY: the room was carved above and nothing uses it.
-            unsafe { arena.give_back(base, bytes) };
-            return Err(RuntimeError::Uffd(format!(
-                "MADV_DONTFORK on a region: {e}"
-            )));
-        }
-        let id = self.inner.state.lock().add_region(base, bytes / PAGE);
-        if let Err(e) = self.inner.env.uffd.register_with_mode(
+        let id = self.inner.lock().add_region(base, bytes / PAGE);
+        if let Err(e) = self.inner.env.live().uffd.register_with_mode(
             base as *mut libc::c_void,
             bytes,
             RegisterMode::MISSING | RegisterMode::WRITE_PROTECT,
         ) {
-            self.inner.state.lock().regions.remove(&base);
+            self.inner.lock().regions.remove(&base);
             // SAFETY: the room was carved above and nothing uses it.
             unsafe { arena.give_back(base, bytes) };
             return Err(RuntimeError::Uffd(format!("registering a region: {e}")));
@@ -87,7 +76,7 @@ impl Drop for PinGuard<'_> {
         if self.runs.is_empty() {
             return;
         }
-        let mut st = self.inner.state.lock();
+        let mut st = self.inner.lock();
         protocol::unpin(&mut st, &self.runs);
         st.changed(&self.inner.changed);
     }
@@ -172,7 +161,7 @@ impl Inner {
     /// forgets it (after swapping every page back in if `plain`), and
     /// unregisters it.
     pub(crate) fn release(&self, base: usize, id: u64, plain: bool) {
-        let len = match self.state.lock().region(base, id) {
+        let len = match self.lock().region(base, id) {
             Some(r) => r.len_bytes(),
             None => return, // released already (the runtime went first)
         };
@@ -184,15 +173,13 @@ impl Inner {
         self.drive(|cx| op.step(cx));
         // Forgotten first, then unregistered: a fault queued meanwhile finds
         // no region and is left to the unregistering, which wakes it.
-        if let Err(e) = self.env.uffd.unregister(base as *mut libc::c_void, len) {
+        if let Err(e) = self
+            .env
+            .live()
+            .uffd
+            .unregister(base as *mut libc::c_void, len)
+        {
             crate::fatal::die(&format!("unregistering region {base:#x}: {e}"));
-        }
-        if plain {
-            // Plain memory is the program's: its children inherit it.
-            // SAFETY: advice on the region's own range, which stays mapped.
-            if let Err(e) = unsafe { sys::madvise(base, len, libc::MADV_DOFORK) } {
-                crate::fatal::die(&format!("MADV_DOFORK on region {base:#x}: {e}"));
-            }
         }
     }
 
@@ -200,7 +187,6 @@ impl Inner {
     /// regions: from then on they are ordinary memory.
     pub(crate) fn release_all_regions(&self) {
         let regions: Vec<(usize, u64)> = self
-            .state
             .lock()
             .regions
             .iter()

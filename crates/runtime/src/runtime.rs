@@ -3,16 +3,15 @@
 //! runtime's threads.
 
 use crate::counters::RuntimeStats;
-use crate::env::RealEnv;
+use crate::env::{Live, RealEnv};
 use crate::pagemap::PagemapScan;
-use crate::protocol::{Cx, Fatal, State, Step, Tunables, PAGE};
+use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
 use crate::shared::SharedLimit;
 use crate::uffd::FaultMode;
 use crate::wakeup::Wakeup;
 use crate::{fatal, RuntimeError};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use zswap::Swap;
@@ -87,18 +86,19 @@ pub(crate) struct Inner {
     pub tun: Tunables,
     pub cfg: RuntimeConfig,
     pub high_pages: usize,
-    pub shared: Option<SharedLimit>,
     pub stop: AtomicBool,
-    /// Wakes the reclaimer.
-    pub reclaim_wake: Wakeup,
     /// The reclaimer's last pass evicted nothing (the store refuses, or
     /// nothing is evictable): throttled faults must not wait for it.
     pub reclaim_stalled: AtomicBool,
-    /// Wakes the fault handler out of `poll` at shutdown.
-    pub stop_fd: libc::c_int,
     runtime_tids: [AtomicI32; MAX_RUNTIME_THREADS],
-    pub last_aging: Mutex<Option<Instant>>,
-    pub last_sweep: Mutex<Option<Instant>>,
+    /// When this runtime started: the clock of the two below.
+    pub born: Instant,
+    /// Milliseconds since `born` of the last aging pass and shared-limit
+    /// sweep (atomics: nothing a fork could copy locked).
+    pub last_aging_ms: AtomicU64,
+    pub last_sweep_ms: AtomicU64,
+    /// Fork generations of this process's swap file so far.
+    pub generations: AtomicU64,
 }
 
 impl Inner {
@@ -115,10 +115,13 @@ impl Inner {
             match step(&cx) {
                 Ok(Step::Next) => {}
                 Ok(Step::Wait(seen)) => {
-                    let mut st = self.state.lock();
+                    let mut st = self.lock();
                     while st.changes == seen {
                         st.sleepers += 1;
-                        self.changed.wait(&mut st);
+                        st = self
+                            .changed
+                            .wait(st)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
                         st.sleepers -= 1;
                     }
                 }
@@ -131,19 +134,23 @@ impl Inner {
         }
     }
 
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        protocol::lock(&self.state)
+    }
+
     /// Publishes this process's resident pages to a shared limit.
     fn publish_resident(&self) {
-        if let Some(s) = &self.shared {
-            s.publish(self.state.lock().resident);
+        if let Some(s) = &self.env.live().shared {
+            s.publish(self.lock().resident);
         }
     }
 
     /// The pages the limit applies to: ours, or all processes' of a shared
     /// limit.
     pub fn charged(&self) -> usize {
-        match &self.shared {
+        match &self.env.live().shared {
             Some(s) => s.total(),
-            None => self.state.lock().resident,
+            None => self.lock().resident,
         }
     }
 
@@ -160,6 +167,13 @@ impl Inner {
         }
     }
 
+    /// Forgets the runtime threads (a forked child: they are the parent's).
+    pub fn forget_runtime_threads(&self) {
+        for slot in &self.runtime_tids {
+            slot.store(0, Ordering::Release);
+        }
+    }
+
     pub fn is_runtime_thread(&self, tid: i32) -> bool {
         self.runtime_tids
             .iter()
@@ -169,12 +183,100 @@ impl Inner {
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
+
+    /// Milliseconds since this runtime started.
+    pub fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    /// Starts the fault handler and the reclaimer.
+    pub fn start_threads(self: &Arc<Self>) -> std::io::Result<()> {
+        let mut threads = self
+            .env
+            .live()
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let i = self.clone();
+        threads.push(fatal::spawn("uzswap/fault", move || i.fault_loop())?);
+        let i = self.clone();
+        threads.push(fatal::spawn("uzswap/reclaim", move || i.reclaim_loop())?);
+        Ok(())
+    }
+
+    /// Stops and joins the runtime's threads.
+    pub fn stop_threads(&self) {
+        self.stop.store(true, Ordering::Release);
+        let live = self.env.live();
+        live.reclaim_wake.kick();
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd wakes the handler's poll.
+        unsafe { libc::write(live.stop_fd, &one as *const u64 as *const libc::c_void, 8) };
+        let threads: Vec<JoinHandle<()>> = live
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Makes a process's [`Live`] parts: the userfaultfd (in `mode`'s strength
+/// or the strongest allowed), a store, the pagemap handle, the stop
+/// eventfd, a shared-limit slot.
+pub(crate) fn new_live(
+    cfg: &RuntimeConfig,
+    swap: Arc<Swap>,
+    user_mode_only: bool,
+) -> Result<(Live, FaultMode), RuntimeError> {
+    let (uffd, mode) = crate::uffd::open(user_mode_only)?;
+    let shared =
+        match &cfg.shared_limit {
+            Some(path) => Some(SharedLimit::open(path).map_err(|e| {
+                RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+    let pagemap = if cfg.track_writes {
+        PagemapScan::open()
+    } else {
+        None
+    };
+    // SAFETY: eventfd(2) with valid flags; the result is checked.
+    let stop_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if stop_fd < 0 {
+        return Err(RuntimeError::Thread(std::io::Error::last_os_error()));
+    }
+    let live = Live {
+        uffd,
+        own: swap,
+        inherited: Vec::new(),
+        pagemap,
+        stop_fd,
+        shared,
+        reclaim_wake: Wakeup::default(),
+        threads: std::sync::Mutex::new(Vec::new()),
+        generations: std::sync::Mutex::new(Vec::new()),
+    };
+    Ok((live, mode))
+}
+
+/// The store settings a runtime uses: the shrinker runs on the reclaimer,
+/// not a thread of the store's own (every thread that touches a store must
+/// be one the runtime can stop at fork).
+pub(crate) fn store_config(cfg: &zswap::Config) -> zswap::Config {
+    zswap::Config {
+        shrinker_thread: false,
+        ..cfg.clone()
+    }
 }
 
 /// Pages a process's memory through uzswap.
 pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
-    threads: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -190,11 +292,13 @@ impl Runtime {
     /// Opens a userfaultfd, the swap store, and starts the fault handler and
     /// reclaim threads.
     pub fn new(cfg: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let swap = Swap::new(cfg.swap.clone())?;
+        let swap = Swap::new(store_config(&cfg.swap))?;
         Self::with_store(cfg, swap)
     }
 
     /// A runtime over a given swap store (one with fault injection, say).
+    /// Its shrinker runs on the runtime's reclaimer if the store has no
+    /// thread of its own for it.
     pub fn with_store(cfg: RuntimeConfig, swap: Arc<Swap>) -> Result<Self, RuntimeError> {
         if cfg.reclaim_batch == 0 || cfg.evict_folio_pages == 0 || cfg.high_bytes < PAGE {
             return Err(RuntimeError::Config(
@@ -202,29 +306,14 @@ impl Runtime {
             ));
         }
         crate::fatal::install_panic_hook();
+        crate::fork::register_handlers();
         crate::arena::global()?;
-        let (uffd, mode) = crate::uffd::open(cfg.user_mode_only)?;
-        let shared = match &cfg.shared_limit {
-            Some(path) => Some(SharedLimit::open(path).map_err(|e| {
-                RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
-            })?),
-            None => None,
-        };
-        let pagemap = if cfg.track_writes {
-            PagemapScan::open()
-        } else {
-            None
-        };
-        // SAFETY: eventfd(2) with valid flags; the result is checked.
-        let stop_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop_fd < 0 {
-            return Err(RuntimeError::Thread(std::io::Error::last_os_error()));
-        }
+        let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only)?;
         let high_pages = cfg.high_bytes / PAGE;
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            env: RealEnv::new(uffd, mode, swap, cfg.evict_folio_pages, pagemap),
+            env: RealEnv::new(live, mode, cfg.evict_folio_pages),
             tun: Tunables {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
@@ -234,42 +323,40 @@ impl Runtime {
             },
             high_pages,
             cfg,
-            shared,
             stop: AtomicBool::new(false),
-            reclaim_wake: Wakeup::default(),
             reclaim_stalled: AtomicBool::new(false),
-            stop_fd,
             runtime_tids: Default::default(),
-            last_aging: Mutex::new(None),
-            last_sweep: Mutex::new(None),
+            born: Instant::now(),
+            last_aging_ms: AtomicU64::new(0),
+            last_sweep_ms: AtomicU64::new(0),
+            generations: AtomicU64::new(0),
         });
-        let mut threads = Vec::new();
-        let spawned = (|| {
-            let i = inner.clone();
-            threads.push(fatal::spawn("uzswap/fault", move || i.fault_loop())?);
-            let i = inner.clone();
-            threads.push(fatal::spawn("uzswap/reclaim", move || i.reclaim_loop())?);
-            Ok::<(), std::io::Error>(())
-        })();
-        let mut rt = Runtime { inner, threads };
-        if let Err(e) = spawned {
-            rt.stop_threads();
+        let rt = Runtime { inner };
+        if let Err(e) = rt.inner.start_threads() {
+            rt.inner.stop_threads();
             return Err(RuntimeError::Thread(e));
         }
+        crate::fork::track(&rt.inner);
         Ok(rt)
     }
 
     /// The swap store's counters.
     pub fn swap_stats(&self) -> zswap::Stats {
-        self.inner.env.own.stats()
+        let _gate = self
+            .inner
+            .env
+            .gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.inner.env.live().own.stats()
     }
 
     /// The runtime's counters.
     pub fn stats(&self) -> RuntimeStats {
         RuntimeStats {
-            resident_pages: self.inner.state.lock().resident as u64,
+            resident_pages: self.inner.lock().resident as u64,
             high_pages: self.inner.high_pages as u64,
-            write_tracking: self.inner.env.pagemap.is_some(),
+            write_tracking: self.inner.env.live().pagemap.is_some(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..RuntimeStats::from_counters(&self.inner.env.counters)
         }
@@ -282,7 +369,7 @@ impl Runtime {
 
     /// Stops counting this process's pages in a shared limit (at exit).
     pub fn leave_shared_limit(&self) {
-        if let Some(s) = &self.inner.shared {
+        if let Some(s) = &self.inner.env.live().shared {
             s.leave();
         }
     }
@@ -303,25 +390,8 @@ impl Runtime {
     /// or dead): for tests of the LRU's invariant.
     #[doc(hidden)]
     pub fn lru_records(&self, base: usize) -> (usize, usize) {
-        let st = self.inner.state.lock();
+        let st = self.inner.lock();
         (st.live_lru_records_of(base), st.lru_records())
-    }
-
-    fn stop_threads(&mut self) {
-        self.inner.stop.store(true, Ordering::Release);
-        self.inner.reclaim_wake.kick();
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes to our eventfd wakes the handler's poll.
-        unsafe {
-            libc::write(
-                self.inner.stop_fd,
-                &one as *const u64 as *const libc::c_void,
-                8,
-            )
-        };
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 
@@ -331,8 +401,9 @@ impl Drop for Runtime {
         // them over as plain memory, so no access ever waits for a handler
         // that is gone.
         self.inner.release_all_regions();
-        self.stop_threads();
+        self.inner.stop_threads();
+        crate::fork::untrack(&self.inner);
         // SAFETY: our eventfd; no thread polls it any more.
-        unsafe { libc::close(self.inner.stop_fd) };
+        unsafe { libc::close(self.inner.env.live().stop_fd) };
     }
 }

@@ -15,6 +15,8 @@ pub mod env {
     pub const FOLIO: &str = "UZSWAP_FOLIO";
     pub const MIN_ALLOC: &str = "UZSWAP_MIN_ALLOC";
     pub const MAX_POOL_PERCENT: &str = "UZSWAP_MAX_POOL_PERCENT";
+    /// Pool limit in bytes (`memory.zswap.max`), instead of a percentage.
+    pub const POOL_LIMIT: &str = "UZSWAP_POOL_LIMIT";
     pub const WRITEBACK: &str = "UZSWAP_WRITEBACK";
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
@@ -33,13 +35,14 @@ pub mod env {
     /// Folder of the live-stats sockets (`uzswap stats PID`).
     pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
     /// Every variable above, for clearing and listing.
-    pub const ALL: [&str; 15] = [
+    pub const ALL: [&str; 16] = [
         LIMIT,
         COMPRESSOR,
         BACKEND,
         FOLIO,
         MIN_ALLOC,
         MAX_POOL_PERCENT,
+        POOL_LIMIT,
         WRITEBACK,
         SWAPFILE_DIR,
         SWAPFILE_SIZE,
@@ -74,6 +77,8 @@ pub struct Settings {
     /// Allocations and anonymous mappings from this size up are paged.
     pub min_alloc_bytes: usize,
     pub max_pool_percent: u32,
+    /// Pool limit in bytes; replaces `max_pool_percent` when set.
+    pub pool_limit_bytes: Option<usize>,
     pub writeback: bool,
     pub swapfile_dir: PathBuf,
     pub swapfile_bytes: usize,
@@ -98,6 +103,7 @@ impl Default for Settings {
             folio_bytes: 64 << 10,
             min_alloc_bytes: 128 << 10,
             max_pool_percent: 20,
+            pool_limit_bytes: None,
             writeback: true,
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
@@ -188,6 +194,10 @@ impl Settings {
                 .parse()
                 .map_err(|_| bad(env::MAX_POOL_PERCENT, &v, "a percentage, 1 to 100"))?;
         }
+        if let Some(v) = get(env::POOL_LIMIT) {
+            s.pool_limit_bytes =
+                Some(parse_size(&v).ok_or_else(|| bad(env::POOL_LIMIT, &v, "a size such as 64M"))?);
+        }
         if let Some(v) = get(env::WRITEBACK) {
             s.writeback = parse_bool(&v).ok_or_else(|| bad(env::WRITEBACK, &v, "1 or 0"))?;
         }
@@ -269,6 +279,9 @@ impl Settings {
                 "a percentage, 1 to 100",
             );
         }
+        if let Some(p) = self.pool_limit_bytes.filter(|&p| p < 16 * PAGE_SIZE) {
+            return bad(env::POOL_LIMIT, format_size(p), "at least 64K");
+        }
         if self.swapfile_bytes < 16 * PAGE_SIZE {
             return bad(
                 env::SWAPFILE_SIZE,
@@ -304,6 +317,9 @@ impl Settings {
         if let Some(p) = &self.shared_limit {
             vars.push((env::SHARED_LIMIT, p.display().to_string()));
         }
+        if let Some(p) = self.pool_limit_bytes {
+            vars.push((env::POOL_LIMIT, format_size(p)));
+        }
         if self.user_mode_only {
             vars.push((env::USER_MODE_ONLY, "1".into()));
         }
@@ -324,6 +340,7 @@ impl Settings {
         let mut swap = zswap::Config {
             compressor: self.compressor,
             max_pool_percent: self.max_pool_percent,
+            pool_limit_bytes: self.pool_limit_bytes,
             writeback: self.writeback,
             total_ram_bytes: machine_ram_bytes(),
             swapfile_dir: self.swapfile_dir.clone(),
@@ -396,6 +413,7 @@ mod tests {
             folio_bytes: 2 << 20,
             min_alloc_bytes: 1 << 20,
             max_pool_percent: 33,
+            pool_limit_bytes: Some(48 << 20),
             writeback: false,
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
@@ -422,6 +440,8 @@ mod tests {
             (env::MIN_ALLOC, "1"),
             (env::MAX_POOL_PERCENT, "0"),
             (env::MAX_POOL_PERCENT, "101"),
+            (env::POOL_LIMIT, "1K"),
+            (env::POOL_LIMIT, "much"),
             (env::WRITEBACK, "maybe"),
             (env::TRACK_WRITES, "sometimes"),
             (env::SWAPFILE_SIZE, "1K"),

@@ -1,7 +1,8 @@
 //! Waking a background thread: a flag and a condition variable, so that a
-//! kick between two waits is never lost.
+//! kick between two waits is never lost. std's primitives (a futex in the
+//! object itself), not a global parking table: a fork copies them safely.
 
-use parking_lot::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 #[derive(Debug, Default)]
@@ -13,15 +14,19 @@ pub struct Wakeup {
 impl Wakeup {
     /// Wakes the waiter (now, or at its next wait).
     pub fn kick(&self) {
-        *self.kicked.lock() = true;
+        *self.kicked.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.cv.notify_one();
     }
 
     /// Waits for a kick, at most `timeout`; returns whether one came.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let mut k = self.kicked.lock();
+        let mut k = self.kicked.lock().unwrap_or_else(PoisonError::into_inner);
         if !*k {
-            self.cv.wait_for(&mut k, timeout);
+            k = self
+                .cv
+                .wait_timeout(k, timeout)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         std::mem::take(&mut *k)
     }

@@ -12,6 +12,17 @@ use std::sync::Arc;
 /// Positioned page reads and writes.
 pub trait PageIo: Send + Sync {
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// A read through plain `pread`, never a shared queue: the one read a
+    /// forked child may make on a device inherited from its parent (an
+    /// io_uring ring is the parent's; using it from the child would corrupt
+    /// both).
+    fn read_at_sync(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.read_at(pos, buf)
+    }
+    /// The file under the device, if any (for advisory locks).
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()>;
 
     /// Several writes at once, one result each (io_uring submits them
@@ -65,6 +76,9 @@ pub(crate) fn anonymous_file(dir: &Path) -> io::Result<File> {
 impl PageIo for FileIo {
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
         self.file.read_exact_at(buf, pos)
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.file))
     }
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
         self.file.write_all_at(buf, pos)
@@ -258,5 +272,9 @@ impl PageIo for FaultyIo {
 
     fn name(&self) -> &'static str {
         "faulty"
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.raw_fd()
     }
 }

@@ -96,9 +96,19 @@ struct Slots {
     /// Where the next search starts (next fit).
     cursor: usize,
     free: usize,
+    /// Per slot, the forks that froze it: its page was on the file when a
+    /// child was forked, and the child may still read it, so the slot is
+    /// not given out again. Empty until the first fork.
+    frozen: Vec<u16>,
+    /// Slots freed by their owner while frozen (one bit each): free for
+    /// real once thawed.
+    freed_frozen: Vec<u64>,
 }
 
 impl Slots {
+    fn is_frozen(&self, s: usize) -> bool {
+        self.frozen.get(s).is_some_and(|&n| n > 0)
+    }
     fn is_used(&self, s: usize) -> bool {
         self.used[s / 64] & (1 << (s % 64)) != 0
     }
@@ -138,6 +148,8 @@ impl SwapFile {
                 used: vec![0; nr_slots.div_ceil(64)],
                 cursor: 0,
                 free: nr_slots,
+                frozen: Vec::new(),
+                freed_frozen: Vec::new(),
             }),
             checksums: (0..nr_slots).map(|_| AtomicU64::new(0)).collect(),
         }
@@ -221,9 +233,61 @@ impl SwapFile {
             return Err(SwapError::InvalidSlot(slot));
         }
         self.checksums[idx].store(0, Ordering::Release);
+        if s.is_frozen(idx) {
+            // A child may still read it: free it when thawed.
+            s.freed_frozen[idx / 64] |= 1 << (idx % 64);
+            return Ok(());
+        }
         s.set(idx, false);
         s.free += 1;
         Ok(())
+    }
+
+    /// Freezes every slot whose page is on the file now (a child is being
+    /// forked and may read them from its copy of this device): none of
+    /// them is given out again until [`SwapFile::thaw`]. Returns them.
+    pub fn freeze_written(&self) -> Vec<u64> {
+        let mut s = self.slots.lock();
+        if s.frozen.is_empty() {
+            s.frozen = vec![0; self.nr_slots];
+            s.freed_frozen = vec![0; self.nr_slots.div_ceil(64)];
+        }
+        let mut out = Vec::new();
+        for (i, c) in self.checksums.iter().enumerate() {
+            if c.load(Ordering::Acquire) & VALID != 0 {
+                s.frozen[i] = s.frozen[i].saturating_add(1);
+                out.push(i as u64);
+            }
+        }
+        out
+    }
+
+    /// Undoes one [`SwapFile::freeze_written`]: slots freed meanwhile
+    /// become free.
+    pub fn thaw(&self, slots: &[u64]) {
+        let mut s = self.slots.lock();
+        for &slot in slots {
+            let i = slot as usize;
+            if i >= s.frozen.len() || s.frozen[i] == 0 {
+                continue;
+            }
+            s.frozen[i] -= 1;
+            if s.frozen[i] == 0 && s.freed_frozen[i / 64] & (1 << (i % 64)) != 0 {
+                s.freed_frozen[i / 64] &= !(1 << (i % 64));
+                s.set(i, false);
+                s.free += 1;
+            }
+        }
+    }
+
+    /// Slots frozen now (for tests and stats).
+    pub fn frozen_slots(&self) -> usize {
+        self.slots.lock().frozen.iter().filter(|&&n| n > 0).count()
+    }
+
+    /// The file under the device, for advisory locks; `None` in memory.
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.io.raw_fd()
     }
 
     fn index(&self, slot: u64) -> Result<usize, SwapError> {
@@ -283,6 +347,17 @@ impl SwapFile {
 
     /// Reads slot `slot` into `page` and checks its checksum.
     pub fn read_page(&self, slot: u64, page: &mut [u8]) -> Result<(), SwapError> {
+        self.read_page_with(slot, page, false)
+    }
+
+    /// [`SwapFile::read_page`] through plain `pread`: a forked child's read
+    /// of the device it inherited (the parent's io_uring ring is not
+    /// usable there).
+    pub fn read_page_sync(&self, slot: u64, page: &mut [u8]) -> Result<(), SwapError> {
+        self.read_page_with(slot, page, true)
+    }
+
+    fn read_page_with(&self, slot: u64, page: &mut [u8], sync: bool) -> Result<(), SwapError> {
         if page.len() != PAGE_SIZE {
             return Err(SwapError::BadPage(page.len()));
         }
@@ -291,9 +366,13 @@ impl SwapFile {
         if sum & VALID == 0 {
             return Err(SwapError::NotWritten(slot));
         }
-        self.io
-            .read_at(slot * PAGE_SIZE as u64, page)
-            .map_err(|source| SwapError::Io { slot, source })?;
+        let pos = slot * PAGE_SIZE as u64;
+        let read = if sync {
+            self.io.read_at_sync(pos, page)
+        } else {
+            self.io.read_at(pos, page)
+        };
+        read.map_err(|source| SwapError::Io { slot, source })?;
         if u64::from(crc32c::crc32c(page)) != sum & !VALID {
             return Err(SwapError::Corrupt { slot });
         }
@@ -318,6 +397,30 @@ impl SwapFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frozen_slots_are_not_given_out_until_thawed() {
+        let dev = SwapFile::new(Box::new(MemIo::default()), 4);
+        let slots = dev.alloc(2).unwrap();
+        dev.write_pages(&slots[..1], &[&[7u8; PAGE_SIZE][..]])
+            .unwrap();
+        let frozen = dev.freeze_written();
+        assert_eq!(frozen, vec![slots[0]], "only the written slot");
+        dev.free(slots[0]).unwrap();
+        dev.free(slots[1]).unwrap();
+        assert_eq!(dev.free_slots(), 3, "the frozen slot stays taken");
+        let all = dev.alloc(3).unwrap();
+        assert!(!all.contains(&slots[0]), "{all:?}");
+        assert!(dev.alloc(1).is_err());
+        dev.thaw(&frozen);
+        assert_eq!(dev.alloc(1).unwrap(), vec![slots[0]]);
+        // Thawing a slot still in use keeps it in use.
+        dev.write_pages(&[all[0]], &[&[1u8; PAGE_SIZE][..]])
+            .unwrap();
+        let f2 = dev.freeze_written();
+        dev.thaw(&f2);
+        assert_eq!(dev.free_slots(), 0);
+    }
     use std::collections::HashMap;
 
     fn dev(n: usize) -> SwapFile {

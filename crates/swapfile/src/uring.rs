@@ -130,6 +130,14 @@ impl UringIo {
 }
 
 impl PageIo for UringIo {
+    fn read_at_sync(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, pos)
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.file.as_raw_fd())
+    }
+
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
         self.run(&mut [Op::Read(pos, buf)])
             .pop()

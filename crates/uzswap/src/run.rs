@@ -31,6 +31,10 @@ pub struct RuntimeArgs {
     /// zswap pool limit, percent of this machine's memory.
     #[arg(long, default_value_t = 20)]
     pub max_pool_percent: u32,
+    /// zswap pool limit in bytes (memory.zswap.max): 64M, 1G… Replaces
+    /// --max-pool-percent.
+    #[arg(long, value_parser = size_arg)]
+    pub pool_limit: Option<usize>,
     /// Never write pages to the swap file (memory.zswap.writeback=0).
     #[arg(long)]
     pub no_writeback: bool,
@@ -67,6 +71,7 @@ impl RuntimeArgs {
             folio_bytes: self.folio,
             min_alloc_bytes: self.min_alloc,
             max_pool_percent: self.max_pool_percent,
+            pool_limit_bytes: self.pool_limit,
             writeback: !self.no_writeback,
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
@@ -96,6 +101,7 @@ fn flag_of(var: &str) -> &'static str {
         v if v == env::FOLIO => "--folio",
         v if v == env::MIN_ALLOC => "--min-alloc",
         v if v == env::MAX_POOL_PERCENT => "--max-pool-percent",
+        v if v == env::POOL_LIMIT => "--pool-limit",
         v if v == env::SWAPFILE_SIZE => "--swapfile-size",
         _ => "a setting",
     }
@@ -137,20 +143,33 @@ const SUMMARY: [&str; 16] = [
     "pool_total_size",
 ];
 
+/// Processes shown in a column of their own in `uzswap run`'s table.
+const MAX_COLUMNS: usize = 6;
+
 /// The table `uzswap run` prints at the end: one column per process that
-/// used the runtime.
+/// used the runtime (the first few; the rest summed), and the total.
 pub fn outcome_table(o: &Outcome) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
+    // At most a few processes get a column; the total covers them all.
+    let shown = &o.processes[..o.processes.len().min(MAX_COLUMNS)];
+    let hidden = o.processes.len() - shown.len();
     let mut header = vec!["counter".to_string()];
-    header.extend(o.processes.iter().map(|p| format!("pid {}", p.pid)));
+    header.extend(shown.iter().map(|p| format!("pid {}", p.pid)));
+    if hidden > 0 {
+        header.push(format!("{hidden} more"));
+    }
     if o.processes.len() > 1 {
-        header.push("total".into());
+        header.push(format!("total ({} processes)", o.processes.len()));
     }
     t.set_header(header);
     for name in SUMMARY {
         let mut row = vec![name.to_string()];
-        row.extend(o.processes.iter().map(|p| p.get(name).to_string()));
+        row.extend(shown.iter().map(|p| p.get(name).to_string()));
+        if hidden > 0 {
+            let rest: u64 = o.processes[MAX_COLUMNS..].iter().map(|p| p.get(name)).sum();
+            row.push(rest.to_string());
+        }
         if o.processes.len() > 1 {
             row.push(o.total(name).to_string());
         }

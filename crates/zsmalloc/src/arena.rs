@@ -194,9 +194,12 @@ impl Arena {
                 // the mapping; nobody holds references into released pages.
                 // MADV_DONTNEED on private anonymous memory only drops the
                 // contents (they read back as zero), which is all we want.
+                // (A raw system call: in a program under the LD_PRELOAD
+                // library, `madvise` is the library's hook.)
                 let rc = unsafe {
-                    libc::madvise(
-                        self.base.add(first * PAGE_SIZE).cast(),
+                    libc::syscall(
+                        libc::SYS_madvise,
+                        self.base.add(first * PAGE_SIZE),
                         len,
                         libc::MADV_DONTNEED,
                     )
@@ -267,11 +270,15 @@ fn map_pages(pages: usize) -> Result<*mut u8, Error> {
     let len = pages
         .checked_mul(PAGE_SIZE)
         .ok_or_else(|| Error::Config("arena size overflows".into()))?;
+    // A raw system call, never the `mmap` symbol: in a program under the
+    // LD_PRELOAD library that is a hook, which would take the pool's own
+    // memory for a program allocation.
     // SAFETY: a fresh private anonymous mapping, no address hint, no fd; the
-    // result is checked for MAP_FAILED before use.
+    // result is checked before use.
     let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
+        libc::syscall(
+            libc::SYS_mmap,
+            0usize,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
@@ -279,17 +286,17 @@ fn map_pages(pages: usize) -> Result<*mut u8, Error> {
             0,
         )
     };
-    if ptr == libc::MAP_FAILED {
+    if ptr < 0 {
         return Err(Error::Mmap(std::io::Error::last_os_error()));
     }
-    Ok(ptr.cast())
+    Ok(ptr as *mut u8)
 }
 
 #[cfg(not(loom))]
 fn unmap_pages(base: *mut u8, pages: usize) {
     // SAFETY: `base`/`pages` describe exactly the mapping made in map_pages,
     // and the arena (its only user) is being dropped.
-    unsafe { libc::munmap(base.cast(), pages * PAGE_SIZE) };
+    unsafe { libc::syscall(libc::SYS_munmap, base, pages * PAGE_SIZE) };
 }
 
 #[cfg(not(loom))]

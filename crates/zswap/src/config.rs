@@ -46,11 +46,19 @@ pub struct Config {
     pub compressor_backend: Backend,
     /// Pool limit, in percent of `total_ram_bytes`.
     pub max_pool_percent: u32,
+    /// Pool limit in bytes (`memory.zswap.max`); when set, it replaces
+    /// `max_pool_percent`.
+    pub pool_limit_bytes: Option<usize>,
     /// Once the pool was full, stores are accepted again below this
     /// percentage of the limit.
     pub accept_threshold_percent: u32,
     /// Write back cold entries when the pool is full.
     pub shrinker_enabled: bool,
+    /// Run the shrinker on a thread of the store's own (the default); if
+    /// not, the owner calls [`crate::Swap::shrink`] when
+    /// [`crate::Swap::needs_shrink`] says so (a runtime that must know
+    /// every thread that touches the store, to stop them all at fork).
+    pub shrinker_thread: bool,
     /// `memory.zswap.writeback`: whether pages may go to the swap file at
     /// all (rejected and written-back pages).
     pub writeback: bool,
@@ -79,8 +87,10 @@ impl Default for Config {
             compressor: Algorithm::Lz4,
             compressor_backend: Backend::Sequential,
             max_pool_percent: 20,
+            pool_limit_bytes: None,
             accept_threshold_percent: 90,
             shrinker_enabled: true,
+            shrinker_thread: true,
             writeback: true,
             total_ram_bytes: 1 << 30,
             store_batch: compress::ZSWAP_MAX_BATCH_SIZE,
@@ -129,6 +139,8 @@ impl Config {
 
     /// The pool limit in bytes.
     pub fn max_pool_bytes(&self) -> usize {
-        (self.total_ram_bytes as u128 * u128::from(self.max_pool_percent) / 100) as usize
+        self.pool_limit_bytes.unwrap_or_else(|| {
+            (self.total_ram_bytes as u128 * u128::from(self.max_pool_percent) / 100) as usize
+        })
     }
 }

@@ -59,6 +59,9 @@ pub struct Swap {
     cfg: Config,
     counters: Arc<Counters>,
     shrinker: Mutex<Option<Shrinker>>,
+    /// Without a shrinker thread: the pool hit its limit, and the owner
+    /// should call [`Swap::shrink`].
+    shrink_wanted: AtomicBool,
 }
 
 struct Shrinker {
@@ -99,8 +102,9 @@ impl Swap {
             cfg,
             counters,
             shrinker: Mutex::new(None),
+            shrink_wanted: AtomicBool::new(false),
         });
-        if swap.cfg.shrinker_enabled && swap.cfg.writeback {
+        if swap.cfg.shrinker_enabled && swap.cfg.shrinker_thread && swap.cfg.writeback {
             let shrinker = Shrinker::start(Arc::downgrade(&swap)).map_err(ZswapError::Thread)?;
             *swap.shrinker.lock() = Some(shrinker);
         }
@@ -476,9 +480,50 @@ impl Swap {
             let (flag, cv) = &*s.wake;
             *flag.lock() = true;
             cv.notify_one();
+        } else if self.cfg.shrinker_enabled && !self.cfg.shrinker_thread && self.cfg.writeback {
+            self.shrink_wanted.store(true, Ordering::Release);
         } else {
             Counters::add(&self.counters.reject_reclaim_fail, 1);
         }
+    }
+
+    /// Without a shrinker thread: whether the owner should call
+    /// [`Swap::shrink`] (the pool hit its limit).
+    pub fn needs_shrink(&self) -> bool {
+        self.shrink_wanted.load(Ordering::Acquire)
+    }
+
+    /// Writes back until the pool is under its accept threshold (what the
+    /// shrinker thread does), on the caller's thread.
+    pub fn shrink(&self) {
+        self.shrink_wanted.store(false, Ordering::Release);
+        self.shrink_to_accept();
+    }
+
+    /// Reads the page at `offset` without changing anything: not the swap
+    /// cache, not zswap, not the file (read with plain `pread`). A forked
+    /// child reads the store it inherited from its parent this way.
+    pub fn read_frozen(&self, offset: u64, page: &mut [u8]) -> Result<Source, ZswapError> {
+        if page.len() != PAGE_SIZE {
+            return Err(ZswapError::BadFolio);
+        }
+        self.check_offsets(&[offset])?;
+        if let Some(cached) = self.cache.lock().pages.get(&offset) {
+            page.copy_from_slice(&cached.data);
+            return Ok(Source::SwapCache);
+        }
+        if self.is_zero(offset) {
+            page.fill(0);
+            return Ok(Source::Zero);
+        }
+        if self.zswap.peek(offset, page)? {
+            return Ok(Source::Zswap);
+        }
+        if self.dev.is_written(offset) {
+            self.dev.read_page_sync(offset, page)?;
+            return Ok(Source::Disk);
+        }
+        Err(ZswapError::NotStored(offset))
     }
 
     /// The pool is over its accept threshold: write back until it is not.

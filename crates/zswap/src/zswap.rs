@@ -268,6 +268,17 @@ impl Zswap {
         Ok(true)
     }
 
+    /// Decompresses the entry at `offset` into `page` and keeps it: a
+    /// forked child's read of the pool it inherited, which it never
+    /// changes. `Ok(false)`: no entry.
+    pub fn peek(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
+        let Some(entry) = self.shard(offset).read().get(&offset).cloned() else {
+            return Ok(false);
+        };
+        self.decompress(offset, &entry, page)?;
+        Ok(true)
+    }
+
     fn decompress(&self, offset: u64, entry: &Entry, page: &mut [u8]) -> Result<(), ZswapError> {
         let mut buf = [0u8; PAGE_SIZE];
         let data = &mut buf[..entry.length];

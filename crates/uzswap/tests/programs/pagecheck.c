@@ -116,11 +116,20 @@ int main(int argc, char **argv) {
     pthread_t th[64];
     for (int t = 0; t < nthreads && t < 64; t++) pthread_create(&th[t], NULL, writer, (void *)(uintptr_t)t);
 
-    /* A forked child neither sees nor needs the regions. */
+    /* A child forked while the writer threads race evictions sees the
+     * regions as they were, and pages memory of its own. */
     pid_t pid = fork();
     if (pid == 0) {
         char *small = malloc(100);
         strcpy(small, "child");
+        check(m, mwords, 11, "mapping, in the forked child");
+        check(aa, (1 << 20) / 8, 10, "aligned_alloc, in the forked child");
+        check_zero(c, cbytes, "calloc, in the forked child");
+        fill(m, mwords, 12); /* the parent must not see this */
+        uint64_t *own = malloc(8 << 20);
+        fill(own, (8 << 20) / 8, 13);
+        check(own, (8 << 20) / 8, 13, "the forked child's own allocation");
+        check(m, mwords, 12, "mapping rewritten in the forked child");
         _exit(strcmp(small, "child") != 0);
     }
     int status = 0;

@@ -3,6 +3,7 @@
 //! With no arguments it runs the default job: a short seed-001 `zs_free`
 //! experiment and the density report, with built-in parameters.
 
+mod compat;
 mod peer;
 mod run;
 
@@ -77,6 +78,11 @@ enum Command {
     /// Page corpora: capture real processes' memory.
     #[command(subcommand)]
     Corpus(CorpusCmd),
+    /// Compatibility suite: real programs (python3, numpy, node, java,
+    /// sqlite3, sort, xz, zstd, gcc, redis, usemem) run plain and under
+    /// `uzswap run` with a limit 4x below their footprint, outputs compared
+    /// byte for byte; as root also as user nobody.
+    Compat(compat::CompatArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -260,6 +266,16 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("uzswap: {e}");
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Compat(a)) => {
+            return match compat::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap compat: {e}");
+                    ExitCode::from(2)
                 }
             }
         }

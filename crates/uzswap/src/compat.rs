@@ -938,6 +938,17 @@ fn print_summary(rows: &[Row]) {
     for r in rows.iter().filter(|r| r.verdict.fails_suite()) {
         println!("  failed: {} as {}: {}", r.case, r.user, r.problem);
     }
+    for r in rows {
+        if let Some(p) = r.plain.as_ref().filter(|p| p.max_rss < 4 * r.limit) {
+            println!(
+                "  warning: {} as {}: the footprint ({}) is less than 4x the limit ({}): tune the case",
+                r.case,
+                r.user,
+                human_size(p.max_rss),
+                human_size(r.limit)
+            );
+        }
+    }
 }
 
 fn list_table(cases: &[&Case], users: &[User], scale: Scale) -> Table {

@@ -249,7 +249,7 @@ pub const CASES: &[Case] = &[
         unit: "bytes",
         needs: &[Need::Program(PYTHON)],
         quick: Sizes { size: 128 * MIB, limit: 32 * MIB },
-        full: Sizes { size: 1024 * MIB, limit: 256 * MIB },
+        full: Sizes { size: 1024 * MIB, limit: 224 * MIB },
         setup: |ctx| ctx.put("python_mp_fork.py", PYTHON_MP_FORK),
         command: |ctx| vec![PYTHON.into(), ctx.path("python_mp_fork.py"), ctx.size.to_string()],
         outputs: &[],
@@ -310,8 +310,8 @@ pub const CASES: &[Case] = &[
         about: "sqlite3: a table and index in a large -pagecache, integrity_check, sha3",
         unit: "rows",
         needs: &[Need::Program(SQLITE)],
-        quick: Sizes { size: 800_000, limit: 40 * MIB },
-        full: Sizes { size: 5_000_000, limit: 192 * MIB },
+        quick: Sizes { size: 800_000, limit: 32 * MIB },
+        full: Sizes { size: 5_000_000, limit: 160 * MIB },
         setup: |ctx| {
             let sql = SQLITE_SQL
                 .replace("@ROWS@", &ctx.size.to_string())
@@ -438,8 +438,10 @@ pub const CASES: &[Case] = &[
         about: "usemem: 2 (quick) or 4 forked workers each mmap, fill and check memory",
         unit: "bytes each",
         needs: &[Need::Program(CC)],
-        quick: Sizes { size: 128 * MIB, limit: 64 * MIB },
-        full: Sizes { size: 512 * MIB, limit: 512 * MIB },
+        // The limit is shared by the workers: a quarter of one worker's
+        // memory, an eighth (quick) or a sixteenth (full) of all of it.
+        quick: Sizes { size: 128 * MIB, limit: 32 * MIB },
+        full: Sizes { size: 512 * MIB, limit: 128 * MIB },
         setup: |ctx| {
             ctx.put("usemem.c", USEMEM_C)?;
             tool(&[CC, "-O2", "-o", &ctx.path("usemem"), &ctx.path("usemem.c")])

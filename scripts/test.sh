@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: every crate's unit, model-based and stress tests (the
 # `uzswap run` tests need the LD_PRELOAD library, so the whole workspace is
-# built first), then the loom models.
+# built first), the compatibility suite of real programs, then the loom
+# models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,13 @@ echo "== cargo build (workspace, with the LD_PRELOAD library) =="
 cargo build --workspace --locked
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
+
+# Real programs (python3, numpy, node, java, sqlite3, sort, xz, zstd, gcc,
+# redis, usemem) plain and under `uzswap run`, outputs compared; as root
+# also as nobody. It runs the release build with its LD_PRELOAD library.
+echo "== uzswap compat --quick =="
+cargo build --release --workspace --locked
+cargo run --release --locked -p uzswap -- compat --quick
 
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
 echo "== loom: compress batch claim protocol =="

@@ -274,6 +274,13 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
             a.allow_missing,
             &progress,
         ));
+        if proc::interrupted() {
+            progress.finish();
+            if !work.keep {
+                let _ = std::fs::remove_dir_all(&work.root);
+            }
+            return Err("interrupted".into());
+        }
     }
     progress.finish();
     println!("{}", result_table(&rows));
@@ -461,6 +468,9 @@ fn run_case(
         return rows;
     }
     for (user, row) in users.iter().zip(&mut rows) {
+        if proc::interrupted() {
+            break;
+        }
         let dir = work.runs(user, case.name);
         let runner = CaseRun {
             case,
@@ -928,7 +938,7 @@ fn print_summary(rows: &[Row]) {
         .filter(|r| matches!(r.verdict, Verdict::NotInstalled { .. }))
         .count();
     println!(
-        "{} ok, {} known issues, {} pass now, {} failed, {} not installed",
+        "{} ok, {} known issue(s), {} passing now, {} failed, {} not installed",
         count(Verdict::Ok),
         count(Verdict::KnownIssue),
         count(Verdict::PassesNow),

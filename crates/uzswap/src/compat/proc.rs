@@ -6,36 +6,46 @@ use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Process group of the command running now (0: none), for the signal
 /// handler.
 static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
+/// A SIGINT, SIGTERM or SIGHUP arrived while a command ran.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn end_running_group(signal: libc::c_int) {
+extern "C" fn on_interrupt(signal: libc::c_int) {
     let group = RUNNING_GROUP.load(Ordering::SeqCst);
     // SAFETY: kill, signal and raise are async-signal-safe; the group is
     // our own child's.
     unsafe {
         if group > 0 {
             libc::kill(-group, libc::SIGKILL);
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        } else {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
         }
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
     }
 }
 
 /// Commands run in their own process group (so that a case's leftovers can
 /// be ended), which a Ctrl-C at the terminal does not reach: on SIGINT,
-/// SIGTERM or SIGHUP end the running command's group, then die of the
-/// signal.
+/// SIGTERM or SIGHUP the running command's group is killed and
+/// [`interrupted`] turns true (the suite then stops and cleans up); with
+/// no command running, the signal has its default effect.
 pub fn end_commands_on_interrupt() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installing a handler that only makes async-signal-safe
         // calls.
-        unsafe { libc::signal(signal, end_running_group as *const () as libc::sighandler_t) };
+        unsafe { libc::signal(signal, on_interrupt as *const () as libc::sighandler_t) };
     }
+}
+
+/// Whether the suite was interrupted (see [`end_commands_on_interrupt`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// uid and gid of `nobody` (Debian, Fedora, Arch all agree).

@@ -232,6 +232,27 @@ impl Work {
     fn runs(&self, user: &User, case: &str) -> PathBuf {
         self.root.join("runs").join(user.name()).join(case)
     }
+
+    /// Removes `path` (in the work folder) unless `--keep`.
+    fn remove_unless_kept_at(&self, path: &Path) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+
+    fn remove_unless_kept(&self) {
+        self.remove_unless_kept_at(&self.root);
+    }
+}
+
+/// What every case of a run shares.
+struct Suite {
+    users: Vec<User>,
+    scale: Scale,
+    work: Work,
+    tools: Tools,
+    allow_missing: bool,
+    progress: Progress,
 }
 
 /// Runs the suite; `Ok(false)` when a case expected to work did not (or a
@@ -246,6 +267,7 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
     }
     let work = create_work(a, &users)?;
     let tools = locate_tools(&work, &users)?;
+    let users_count = users.len();
     proc::end_commands_on_interrupt();
     println!(
         "uzswap compat ({}): {} cases as {}, work folder {}",
@@ -262,26 +284,24 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
             .join(" and "),
         work.root.display()
     );
-    let progress = Progress::new((cases.len() * users.len()) as u64);
+    let suite = Suite {
+        users,
+        scale,
+        work,
+        tools,
+        allow_missing: a.allow_missing,
+        progress: Progress::new((cases.len() * users_count) as u64),
+    };
     let mut rows = Vec::new();
     for case in &cases {
-        rows.extend(run_case(
-            case,
-            &users,
-            scale,
-            &work,
-            &tools,
-            a.allow_missing,
-            &progress,
-        ));
+        rows.extend(suite.run_case(case));
         if proc::interrupted() {
-            progress.finish();
-            if !work.keep {
-                let _ = std::fs::remove_dir_all(&work.root);
-            }
+            suite.progress.finish();
+            suite.work.remove_unless_kept();
             return Err("interrupted".into());
         }
     }
+    let (progress, work) = (suite.progress, suite.work);
     progress.finish();
     println!("{}", result_table(&rows));
     print_summary(&rows);
@@ -290,9 +310,8 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
     }
     if work.keep {
         println!("work folder kept: {}", work.root.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&work.root);
     }
+    work.remove_unless_kept();
     Ok(!rows.iter().any(|r| r.verdict.fails_suite()))
 }
 
@@ -428,69 +447,67 @@ fn locate_tools(work: &Work, users: &[User]) -> Result<Tools, String> {
     Ok(Tools { uzswap })
 }
 
-/// Sets up `case` once and runs it as every user.
-fn run_case(
-    case: &'static Case,
-    users: &[User],
-    scale: Scale,
-    work: &Work,
-    tools: &Tools,
-    allow_missing: bool,
-    progress: &Progress,
-) -> Vec<Row> {
-    let mut rows: Vec<Row> = users.iter().map(|u| Row::new(case, u, scale)).collect();
-    let missing = case.missing();
-    if !missing.is_empty() {
-        for row in &mut rows {
-            row.verdict = Verdict::NotInstalled {
-                allowed: allow_missing,
-            };
-            row.problem = format!("not installed: {}", missing.join(", "));
-            progress.done(&format!("{} as {}: {}", case.name, row.user, row.problem));
+impl Suite {
+    /// Sets up `case` once and runs it as every user.
+    fn run_case(&self, case: &'static Case) -> Vec<Row> {
+        let mut rows: Vec<Row> = self
+            .users
+            .iter()
+            .map(|u| Row::new(case, u, self.scale))
+            .collect();
+        let missing = case.missing();
+        if !missing.is_empty() {
+            let problem = format!("not installed: {}", missing.join(", "));
+            let allowed = self.allow_missing;
+            self.end_all(&mut rows, |row| {
+                row.verdict = Verdict::NotInstalled { allowed };
+                row.problem = problem.clone();
+            });
+            return rows;
         }
-        return rows;
-    }
-    let input = work.inputs(case.name);
-    let sizes = case.sizes(scale);
-    let ctx = Ctx {
-        input: &input,
-        size: sizes.size,
-    };
-    progress.phase(&format!("{}: making its input", case.name));
-    let made = make_dir(&input, 0o755)
-        .and_then(|()| (case.setup)(&ctx))
-        .and_then(|()| readable_by_all(&input));
-    if let Err(e) = made {
-        for row in &mut rows {
-            row.broken(format!("setup failed: {e}"));
-            progress.done(&format!("{} as {}: {}", case.name, row.user, row.problem));
-        }
-        return rows;
-    }
-    for (user, row) in users.iter().zip(&mut rows) {
-        if proc::interrupted() {
-            break;
-        }
-        let dir = work.runs(user, case.name);
-        let runner = CaseRun {
-            case,
-            ctx: &ctx,
-            user,
-            dir: &dir,
-            scale,
-            tools,
-            progress,
+        let input = self.work.inputs(case.name);
+        let ctx = Ctx {
+            input: &input,
+            size: case.sizes(self.scale).size,
         };
-        runner.run(row);
-        progress.done(&done_line(row));
-        if !work.keep {
-            let _ = std::fs::remove_dir_all(&dir);
+        self.progress
+            .phase(&format!("{}: making its input", case.name));
+        let made = make_dir(&input, 0o755)
+            .and_then(|()| (case.setup)(&ctx))
+            .and_then(|()| readable_by_all(&input));
+        if let Err(e) = made {
+            self.end_all(&mut rows, |row| row.broken(format!("setup failed: {e}")));
+            return rows;
+        }
+        for (user, row) in self.users.iter().zip(&mut rows) {
+            if proc::interrupted() {
+                break;
+            }
+            let dir = self.work.runs(user, case.name);
+            let runner = CaseRun {
+                case,
+                ctx: &ctx,
+                user,
+                dir: &dir,
+                scale: self.scale,
+                tools: &self.tools,
+                progress: &self.progress,
+            };
+            runner.run(row);
+            self.progress.done(&done_line(row));
+            self.work.remove_unless_kept_at(&dir);
+        }
+        self.work.remove_unless_kept_at(&input);
+        rows
+    }
+
+    /// Ends every user's row of a case that cannot run, with `end`.
+    fn end_all(&self, rows: &mut [Row], end: impl Fn(&mut Row)) {
+        for row in rows {
+            end(row);
+            self.progress.done(&done_line(row));
         }
     }
-    if !work.keep {
-        let _ = std::fs::remove_dir_all(&input);
-    }
-    rows
 }
 
 /// One case as one user, in folder `dir`: `plain/` and `uzswap/` (the
@@ -539,24 +556,36 @@ impl CaseRun<'_> {
         row.counters = self.counters();
         let difference = self.difference("plain", "uzswap");
         row.identical = Some(difference.is_none());
-        let problem = if paged.timed_out {
-            Some(format!(
-                "timed out after {}s",
-                self.scale.timeout().as_secs()
-            ))
-        } else if paged.code != plain.code {
-            let stderr =
-                std::fs::read_to_string(self.dir.join("uzswap.stderr")).unwrap_or_default();
-            Some(failure(paged.code, &program_error(&stderr)))
-        } else if let Some(d) = difference {
-            Some(d)
-        } else if row.counters.evicted_pages == 0 {
-            Some("nothing was paged (no page evicted)".to_string())
-        } else {
-            None
-        };
+        let problem = self.problem(&plain, &paged, difference, row.counters);
         row.paged = Some(paged);
         row.judge(problem);
+    }
+
+    /// What is wrong with the paged run, the first of: it timed out, it
+    /// ended otherwise than the plain run, its outputs differ, nothing was
+    /// paged.
+    fn problem(
+        &self,
+        plain: &Measured,
+        paged: &Measured,
+        difference: Option<String>,
+        counters: Counters,
+    ) -> Option<String> {
+        if paged.timed_out {
+            return Some(format!(
+                "timed out after {}s",
+                self.scale.timeout().as_secs()
+            ));
+        }
+        if paged.code != plain.code {
+            let stderr =
+                std::fs::read_to_string(self.dir.join("uzswap.stderr")).unwrap_or_default();
+            return Some(failure(paged.code, &program_error(&stderr)));
+        }
+        if difference.is_some() {
+            return difference;
+        }
+        (counters.evicted_pages == 0).then(|| "nothing was paged (no page evicted)".to_string())
     }
 
     fn make_dirs(&self) -> Result<(), String> {

@@ -338,7 +338,7 @@ pub const CASES: &[Case] = &[
         unit: "bytes",
         needs: &[Need::Program(SORT)],
         quick: Sizes { size: 96 * MIB, limit: 40 * MIB },
-        full: Sizes { size: 500 * MIB, limit: 128 * MIB },
+        full: Sizes { size: 500 * MIB, limit: 120 * MIB },
         setup: text_input,
         command: |ctx| {
             vec![
@@ -379,7 +379,7 @@ pub const CASES: &[Case] = &[
         unit: "bytes",
         needs: &[Need::Program(ZSTD), Need::Program(SH), Need::Program(SHA256SUM)],
         quick: Sizes { size: 4 * MIB, limit: 14 * MIB },
-        full: Sizes { size: 300 * MIB, limit: 192 * MIB },
+        full: Sizes { size: 300 * MIB, limit: 96 * MIB },
         setup: text_input,
         command: |ctx| {
             shell(

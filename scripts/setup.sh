@@ -26,12 +26,43 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
 ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaVuSans.ttf \
     /usr/share/fonts/TTF/DejaVuSans.ttf >/dev/null 2>&1 || missing+=(fonts-dejavu-core)
+# The programs of `uzswap compat` (scripts/test.sh runs it): the system
+# python3 with numpy, node, javac/java, sqlite3, xz, zstd, gcc, coreutils
+# (sort, sha256sum) and redis. They are looked for under /usr/bin because
+# the suite also runs them as user nobody, who cannot reach /root's shims.
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing+=(python3-numpy)
+[ -x /usr/bin/node ] || missing+=(nodejs)
+[ -x /usr/bin/javac ] && [ -x /usr/bin/java ] || missing+=(default-jdk-headless)
+[ -x /usr/bin/sqlite3 ] || missing+=(sqlite3)
+[ -x /usr/bin/xz ] || missing+=(xz-utils)
+[ -x /usr/bin/zstd ] || missing+=(zstd)
+[ -x /usr/bin/gcc ] || missing+=(gcc)
+[ -x /usr/bin/sort ] && [ -x /usr/bin/sha256sum ] || missing+=(coreutils)
+[ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
+new_redis=false
+if [ ! -x /usr/bin/redis-server ]; then
+    missing+=(redis-server)
+    new_redis=true
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+# The redis-server package may start a system service (where services may
+# start); the suite starts its own servers on Unix sockets, so a service
+# this script just installed is stopped and disabled again.
+if [ "$new_redis" = true ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        $sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+    elif command -v service >/dev/null 2>&1 && [ -x /etc/init.d/redis-server ]; then
+        $sudo service redis-server stop >/dev/null 2>&1 || true
+        command -v update-rc.d >/dev/null 2>&1 && $sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+    fi
 fi
 echo "setup: fetching crates"
 cargo fetch --locked

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: every crate's unit, model-based and stress tests (the
 # `uzswap run` tests need the LD_PRELOAD library, so the whole workspace is
-# built first), then the loom models.
+# built first), the compatibility suite of real programs, then the loom
+# models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,9 +11,17 @@ cargo build --workspace --locked
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
 
+# The release build (with its LD_PRELOAD library) for what follows.
+cargo build --release --workspace --locked
+
 echo "== soak: 2 minutes, every compressor and folio size, injected I/O faults =="
-cargo build --release --locked -p uzswap
 ./target/release/uzswap soak --minutes 2
+
+# Real programs (python3, numpy, node, java, sqlite3, sort, xz, zstd, gcc,
+# redis, usemem) plain and under `uzswap run`, outputs compared; as root
+# also as nobody.
+echo "== uzswap compat --quick =="
+./target/release/uzswap compat --quick
 
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
 echo "== loom: compress batch claim protocol =="

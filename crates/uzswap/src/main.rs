@@ -3,6 +3,7 @@
 //! With no arguments it runs the default job: a short seed-001 `zs_free`
 //! experiment and the density report, with built-in parameters.
 
+mod compat;
 mod peer;
 mod run;
 
@@ -82,6 +83,11 @@ enum Command {
     /// faults (EIO, ENOSPC, flipped bits) run; every compressor and folio
     /// size. Fails on any mismatch.
     Soak(SoakArgs),
+    /// Compatibility suite: real programs (python3, numpy, node, java,
+    /// sqlite3, sort, xz, zstd, gcc, redis, usemem) run plain and under
+    /// `uzswap run` with a limit 4x below their footprint, outputs compared
+    /// byte for byte; as root also as user nobody.
+    Compat(compat::CompatArgs),
 }
 
 #[derive(Args, Debug)]
@@ -278,6 +284,16 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("uzswap: {e}");
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Compat(a)) => {
+            return match compat::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap compat: {e}");
+                    ExitCode::from(2)
                 }
             }
         }

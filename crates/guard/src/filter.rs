@@ -104,7 +104,8 @@ pub struct FilterSpec {
     pub trampoline_ip: usize,
     /// See [`IndirectPolicy`].
     pub indirect: IndirectPolicy,
-    /// Also trap `rt_sigaction` with a new action and `rt_sigprocmask`
+    /// Also trap `rt_sigaction` with a new action or about SIGSYS, and
+    /// `rt_sigprocmask`
     /// blocking or setting a mask (in the `indirect` scope; not with
     /// `ArrayInArena`), so that the handler keeps SIGSYS handled and
     /// unblocked, including against the C library's internal calls that no
@@ -121,7 +122,8 @@ pub fn check_arena(arena: &Range<usize>) -> Result<(), GuardError> {
             end: arena.end,
         });
     }
-    if size < 4096 {
+    // The handler keeps page indices in u32: at most 16 TiB.
+    if !(4096..=1 << 44).contains(&size) {
         return Err(GuardError::BadArena {
             start: arena.start,
             end: arena.end,
@@ -446,9 +448,13 @@ fn emit_block(asm: &mut Asm, spec: &FilterSpec, shape: Block) {
             scope(asm, &spec.indirect, ip);
         }
         Block::SigAction => {
-            // rt_sigaction(sig, act, oact, size): a new action → scope.
+            // rt_sigaction(sig, act, oact, size): a new action, or any call
+            // about SIGSYS (a query must report the program's handler) →
+            // scope.
             let no_act = asm.label();
             let has_act = asm.label();
+            asm.ld(off_arg_lo(0));
+            asm.jeq(libc::SIGSYS as u32, Target::To(has_act), Target::Next);
             arg_nonzero(asm, 1, has_act);
             asm.ja(no_act);
             asm.bind(has_act);

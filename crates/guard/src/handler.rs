@@ -390,11 +390,14 @@ impl UserMem for ProcMem {
 /// Most pinned ranges per call (`IOV_MAX`).
 pub const MAX_PINS: usize = 1024;
 
-/// The pins of one call: disjoint page ranges, `start | write`.
+/// The pins of one call: page ranges as page indices relative to the arena
+/// (`u32`: arenas up to 16 TiB), and a write bit per entry: about 8 KiB of
+/// the handler's stack for 1024 ranges.
 struct PinSet<'s> {
     st: &'s State,
-    starts: [usize; MAX_PINS],
-    ends: [usize; MAX_PINS],
+    starts: [u32; MAX_PINS],
+    ends: [u32; MAX_PINS],
+    write: [u64; MAX_PINS / 64],
     n: usize,
 }
 
@@ -404,14 +407,45 @@ impl<'s> PinSet<'s> {
             st,
             starts: [0; MAX_PINS],
             ends: [0; MAX_PINS],
+            write: [0; MAX_PINS / 64],
             n: 0,
         }
     }
 
+    fn to_addr(&self, page: u32) -> usize {
+        self.st.lo + page as usize * PAGE
+    }
+
+    fn to_page(&self, addr: usize) -> u32 {
+        ((addr - self.st.lo) / PAGE) as u32
+    }
+
+    /// Entry `i` as `(start, end, write)` addresses.
     fn entry(&self, i: usize) -> (usize, usize, bool) {
         let s = self.starts.get(i).copied().unwrap_or(0);
         let e = self.ends.get(i).copied().unwrap_or(0);
-        (s & !1, e, s & 1 != 0)
+        let w = self
+            .write
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0);
+        (self.to_addr(s), self.to_addr(e), w)
+    }
+
+    fn set_entry(&mut self, i: usize, start: usize, end: usize, write: bool) {
+        let (s, e) = (self.to_page(start), self.to_page(end));
+        if let (Some(ps), Some(pe), Some(pw)) = (
+            self.starts.get_mut(i),
+            self.ends.get_mut(i),
+            self.write.get_mut(i / 64),
+        ) {
+            *ps = s;
+            *pe = e;
+            if write {
+                *pw |= 1 << (i % 64);
+            } else {
+                *pw &= !(1 << (i % 64));
+            }
+        }
     }
 
     /// Clips `[addr, addr+len)` to the arena, page-aligned.
@@ -473,7 +507,18 @@ impl<'s> PinSet<'s> {
             return;
         }
         counters::PINNED_BYTES.fetch_add(t.len as u64, Ordering::Relaxed);
-        let (ts, te) = (t.addr, t.addr.saturating_add(t.len));
+        // Keep only the arena part, page-aligned (a pinner returns a
+        // sub-range of what was asked).
+        let ts = t.addr.max(self.st.lo) & !(PAGE - 1);
+        let te = t
+            .addr
+            .saturating_add(t.len)
+            .min(self.st.hi)
+            .saturating_add(PAGE - 1)
+            & !(PAGE - 1);
+        if ts >= te {
+            return;
+        }
         // Merge with an adjacent range pinned for the same access.
         for i in 0..self.n {
             let (s, e, w) = self.entry(i);
@@ -481,23 +526,16 @@ impl<'s> PinSet<'s> {
                 continue;
             }
             if e == ts {
-                if let Some(end) = self.ends.get_mut(i) {
-                    *end = te;
-                }
+                self.set_entry(i, s, te, w);
                 return;
             }
             if s == te {
-                if let Some(start) = self.starts.get_mut(i) {
-                    *start = ts | write as usize;
-                }
+                self.set_entry(i, ts, e, w);
                 return;
             }
         }
-        if let (Some(s), Some(e)) = (self.starts.get_mut(self.n), self.ends.get_mut(self.n)) {
-            *s = ts | write as usize;
-            *e = te;
-            self.n += 1;
-        }
+        self.set_entry(self.n, ts, te, write);
+        self.n += 1;
     }
 
     fn range(&mut self, addr: usize, len: usize, write: bool) {

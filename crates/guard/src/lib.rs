@@ -190,6 +190,12 @@ pub enum GuardError {
     /// Installing the SIGSYS handler failed.
     #[error("sigaction(SIGSYS): {0}")]
     Sigaction(std::io::Error),
+    /// These threads block SIGSYS: a trap in one of them would make the
+    /// kernel kill the process, so the filter was not installed. (A thread
+    /// can only change its own mask; install the guard before the program
+    /// creates threads that block every signal.)
+    #[error("threads {0:?} block SIGSYS; a guard trap there would kill the process")]
+    SigsysBlocked(Vec<i32>),
 }
 
 /// Options of [`install_with`].
@@ -261,6 +267,19 @@ pub fn install_with(
         trampoline_ret: spec.trampoline_ip,
         protect_sigsys: config.protect_sigsys,
     };
+    // Threads being created block every signal until they start; wait a
+    // little for those.
+    let mut blocked = threads_blocking_sigsys();
+    for _ in 0..50 {
+        if blocked.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(4));
+        blocked = threads_blocking_sigsys();
+    }
+    if !blocked.is_empty() {
+        return Err(GuardError::SigsysBlocked(blocked));
+    }
     if handler::STATE.set(state).is_err() {
         return Err(GuardError::AlreadyInstalled);
     }
@@ -273,6 +292,31 @@ pub fn install_with(
         indirect: config.indirect,
         protect_sigsys: config.protect_sigsys,
     })
+}
+
+/// The threads of this process whose signal mask blocks SIGSYS (from
+/// `/proc/self/task/*/status`). Not async-signal-safe.
+pub fn threads_blocking_sigsys() -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Ok(status) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        if blocked & (1 << (libc::SIGSYS - 1)) != 0 {
+            if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse().ok()) {
+                out.push(tid);
+            }
+        }
+    }
+    out
 }
 
 /// The installed guard's arena, if any.

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //!   ld arch; jeq AUDIT_ARCH_X86_64 else ALLOW
-//!   ld nr;   binary search over the trapped numbers → ja BLOCK(rule)   (none: ALLOW)
+//!   ld nr;   read? write? → ja BLOCK(rule)
+//!            binary search over the trapped numbers → ja BLOCK(rule)   (none: ALLOW)
 //! BLOCK(DirectPointers m):  for each argument i in m: if arg_i in arena → IP
 //!                           ALLOW
 //! BLOCK(Indirect m):        as above, then per IndirectPolicy:
@@ -314,6 +315,16 @@ pub fn build(spec: &FilterSpec) -> Result<Vec<SockFilter>, GuardError> {
     asm.ret(RET_ALLOW);
     asm.bind(x86);
     asm.ld(OFF_NR);
+    // The hottest calls first, before the binary search: `read` and `write`
+    // run 10 instructions instead of about 30.
+    for hot in [nr::READ, nr::WRITE] {
+        if let Some(&(_, b)) = entries.iter().find(|&&(n, _)| n == hot) {
+            let skip = asm.label();
+            asm.jeq(hot as u32, Target::Next, Target::To(skip));
+            asm.ja(label_of(b));
+            asm.bind(skip);
+        }
+    }
     let table: Vec<(u32, Label)> = entries
         .iter()
         .map(|&(n, b)| (n as u32, label_of(b)))

@@ -244,7 +244,8 @@ pub(crate) fn install_handler() -> Result<(), std::io::Error> {
 /// Reads the program's memory with `process_vm_readv` through the
 /// trampoline (a fault is `None`, never a signal), 256 bytes at a time.
 pub(crate) struct ProcMem {
-    pid: i32,
+    /// This process's id, looked up at the first read (0: not yet).
+    pid: Cell<i32>,
     base: Cell<usize>,
     len: Cell<usize>,
     buf: UnsafeCell<[u8; 256]>,
@@ -259,15 +260,22 @@ struct Iovec {
 
 impl ProcMem {
     pub(crate) fn new() -> Self {
-        // SAFETY: getpid takes no arguments.
-        let pid = unsafe { syscall6(nr::GETPID, [0; 6]) } as i32;
         ProcMem {
-            pid,
+            pid: Cell::new(0),
             base: Cell::new(0),
             len: Cell::new(0),
             buf: UnsafeCell::new([0; 256]),
             direct: Cell::new(false),
         }
+    }
+
+    fn pid(&self) -> u64 {
+        if self.pid.get() == 0 {
+            // SAFETY: getpid takes no arguments. (Not cached across calls: a
+            // vfork child shares our memory but has its own pid.)
+            self.pid.set(unsafe { syscall6(nr::GETPID, [0; 6]) } as i32);
+        }
+        self.pid.get() as u64
     }
 
     fn fill(&self, addr: usize) -> bool {
@@ -286,7 +294,7 @@ impl ProcMem {
             syscall6(
                 nr::PROCESS_VM_READV,
                 [
-                    self.pid as u64,
+                    self.pid(),
                     &local as *const Iovec as u64,
                     1,
                     &remote as *const Iovec as u64,
@@ -356,7 +364,7 @@ impl ProcMem {
             syscall6(
                 nr::PROCESS_VM_WRITEV,
                 [
-                    self.pid as u64,
+                    self.pid(),
                     &local as *const Iovec as u64,
                     1,
                     &remote as *const Iovec as u64,
@@ -945,4 +953,223 @@ pub fn handler_installed() -> bool {
         )
     };
     rc == 0 && cur.handler == on_sigsys as *const () as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// Counts pins per page and records the calls.
+    #[derive(Default)]
+    struct CountingPinner {
+        pages: Mutex<HashMap<usize, i64>>,
+        calls: Mutex<Vec<(usize, usize, bool)>>,
+        registered: Mutex<Vec<(usize, usize)>>,
+    }
+
+    impl Pinner for CountingPinner {
+        fn pin(&self, addr: usize, len: usize, write: bool) -> PinToken {
+            assert_eq!(addr % PAGE, 0);
+            assert_eq!(len % PAGE, 0);
+            self.calls.lock().unwrap().push((addr, len, write));
+            let mut p = self.pages.lock().unwrap();
+            for a in (addr..addr + len).step_by(PAGE) {
+                *p.entry(a).or_default() += 1;
+            }
+            PinToken { addr, len }
+        }
+        fn unpin(&self, t: PinToken) {
+            let mut p = self.pages.lock().unwrap();
+            for a in (t.addr..t.addr + t.len).step_by(PAGE) {
+                let c = p.entry(a).or_default();
+                *c -= 1;
+                assert!(*c >= 0, "page {a:#x} unpinned more than pinned");
+            }
+        }
+        fn registered(&self, addr: usize, len: usize) {
+            self.registered.lock().unwrap().push((addr, len));
+        }
+    }
+
+    impl CountingPinner {
+        fn all_released(&self) -> bool {
+            self.pages.lock().unwrap().values().all(|&c| c == 0)
+        }
+        fn pinned(&self, addr: usize) -> i64 {
+            self.pages.lock().unwrap().get(&addr).copied().unwrap_or(0)
+        }
+    }
+
+    fn state(lo: usize, pages: usize) -> (&'static State, &'static CountingPinner) {
+        let p: &'static CountingPinner = Box::leak(Box::default());
+        let st = Box::leak(Box::new(State {
+            lo,
+            hi: lo + pages * PAGE,
+            pinner: p,
+            trampoline_ret: 0,
+            protect_sigsys: true,
+        }));
+        (st, p)
+    }
+
+    const LO: usize = 1 << 40;
+
+    #[test]
+    fn adjacent_pins_merge_and_overlaps_are_not_pinned_twice() {
+        let (st, p) = state(LO, 64);
+        let mut set = PinSet::new(st);
+        set.range(LO + 10, 100, true);
+        set.range(LO + PAGE, PAGE, true);
+        assert_eq!(set.n, 1, "adjacent write pins merge");
+        assert_eq!(set.entry(0), (LO, LO + 2 * PAGE, true));
+        // Inside what is pinned for writing: nothing to do, for either access.
+        set.range(LO + 5, 10, false);
+        set.range(LO + PAGE + 5, 10, true);
+        assert_eq!(p.calls.lock().unwrap().len(), 2);
+        // Read pins around it: only the uncovered pages.
+        set.range(LO + 3 * PAGE, 3 * PAGE, false);
+        set.range(LO + 2 * PAGE, 5 * PAGE, false); // pages 2..7: 2 and 6 are new
+        assert_eq!(p.pinned(LO + 2 * PAGE), 1);
+        assert_eq!(p.pinned(LO + 4 * PAGE), 1);
+        assert_eq!(p.pinned(LO + 6 * PAGE), 1);
+        // A write to read-pinned pages pins them again, writable.
+        set.range(LO + 4 * PAGE, 1, true);
+        assert_eq!(p.pinned(LO + 4 * PAGE), 2);
+        assert_eq!(
+            p.calls.lock().unwrap().last(),
+            Some(&(LO + 4 * PAGE, PAGE, true))
+        );
+        set.release();
+        assert!(p.all_released());
+    }
+
+    #[test]
+    fn buffers_are_clipped_to_the_arena() {
+        let (st, p) = state(LO, 4);
+        let mut set = PinSet::new(st);
+        set.range(LO - 100, 200, true); // starts below (the guard page)
+        set.range(LO + 3 * PAGE + 10, 10 * PAGE, false); // runs past the end
+        set.range(LO + 100 * PAGE, 10, false); // outside
+        set.range(usize::MAX - 5, 100, false); // wraps
+        let calls = p.calls.lock().unwrap().clone();
+        assert_eq!(calls, vec![(LO, PAGE, true), (LO + 3 * PAGE, PAGE, false)]);
+        set.release();
+        assert!(p.all_released());
+    }
+
+    #[test]
+    fn more_than_1024_ranges_overflow_and_are_counted() {
+        let (st, p) = state(LO, 4096);
+        let before = counters::PIN_OVERFLOWS.load(Ordering::Relaxed);
+        let mut set = PinSet::new(st);
+        for i in 0..1030 {
+            set.range(LO + 2 * i * PAGE, 1, i % 2 == 0); // never adjacent
+        }
+        assert_eq!(set.n, MAX_PINS);
+        assert!(counters::PIN_OVERFLOWS.load(Ordering::Relaxed) >= before + 6);
+        set.release();
+        assert!(p.all_released());
+    }
+
+    #[test]
+    fn strings_are_pinned_a_page_at_a_time_up_to_the_nul() {
+        // A real buffer (ProcMem reads it with process_vm_readv) treated as
+        // the arena.
+        let mut buf = vec![b'x'; 6 * PAGE];
+        let base = (buf.as_ptr() as usize + PAGE - 1) & !(PAGE - 1);
+        let off = base - buf.as_ptr() as usize;
+        buf[off + 2 * PAGE + 100] = 0; // the string ends in its third page
+        let (st, p) = state(base, 4);
+        let mem = ProcMem::new();
+        let mut set = PinSet::new(st);
+        set.cstr(base + 50, 16384, &mem);
+        let calls = p.calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            vec![
+                (base, PAGE, false),
+                (base + PAGE, PAGE, false),
+                (base + 2 * PAGE, PAGE, false)
+            ]
+        );
+        assert_eq!(set.n, 1, "merged");
+        set.release();
+        // `max` stops it earlier.
+        let mut set = PinSet::new(st);
+        set.cstr(base + PAGE - 10, 20, &mem);
+        assert_eq!(p.calls.lock().unwrap().len(), 5);
+        set.release();
+        assert!(p.all_released());
+        drop(buf);
+    }
+
+    #[test]
+    fn registered_and_unknown_buffers() {
+        let (st, p) = state(LO, 16);
+        let mem = ProcMem::new();
+        let mut set = PinSet::new(st);
+        set.buffer(
+            Buffer::Registered {
+                addr: LO + 100,
+                len: 4,
+                access: crate::Access::KernelReadsWrites,
+            },
+            &mem,
+        );
+        set.buffer(
+            Buffer::Unknown {
+                addr: LO + 5 * PAGE + 1,
+            },
+            &mem,
+        );
+        set.buffer(Buffer::Unknown { addr: 12345 }, &mem); // outside: ignored
+        assert_eq!(*p.registered.lock().unwrap(), vec![(LO, PAGE)]);
+        assert_eq!(p.pinned(LO + 5 * PAGE), 1);
+        set.release();
+        assert!(p.all_released());
+    }
+
+    #[test]
+    fn proc_mem_reads_writes_and_faults() {
+        let mem = ProcMem::new();
+        let word: u64 = 0x1122_3344_5566_7788;
+        let at = &word as *const u64 as usize;
+        assert_eq!(mem.read_u64(at), Some(word));
+        assert_eq!(mem.read_u32(at + 4), Some(0x1122_3344));
+        assert_eq!(mem.read_u8(at), Some(0x88));
+        assert_eq!(mem.read_u64(8), None);
+        assert_eq!(mem.read_u64(usize::MAX - 3), None);
+        let mut target = [0u8; 8];
+        assert!(mem.write(target.as_mut_ptr() as usize, &[1, 2, 3]));
+        assert_eq!(&target[..4], &[1, 2, 3, 0]);
+        assert!(!mem.write(8, &[1]));
+    }
+
+    #[test]
+    fn chain_slots_and_sigset_helpers() {
+        // SAFETY: plain data.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = 0x1234;
+        act.sa_flags = libc::SA_SIGINFO;
+        // SAFETY: sigaddset on a local set.
+        unsafe { libc::sigaddset(&mut act.sa_mask, libc::SIGUSR1) };
+        let old = chain_handler_for_program(Some(&act));
+        let now = chain_handler_for_program(None);
+        assert_eq!(now.sa_sigaction, 0x1234);
+        assert_eq!(now.sa_flags, libc::SA_SIGINFO);
+        // SAFETY: sigismember on a local set.
+        assert_eq!(unsafe { libc::sigismember(&now.sa_mask, libc::SIGUSR1) }, 1);
+        chain_handler_for_program(Some(&old));
+        // SAFETY: as above.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::sigfillset(&mut set) };
+        sanitize_sigset(&mut set);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::sigismember(&set, libc::SIGSYS) }, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::sigismember(&set, libc::SIGINT) }, 1);
+    }
 }

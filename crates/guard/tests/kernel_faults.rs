@@ -1117,6 +1117,207 @@ fn array_in_arena_policy(ctx: &Ctx) -> Res {
     Ok(())
 }
 
+fn errno_preserved(ctx: &Ctx) -> Res {
+    let data = pattern(100, 27);
+    let f = file_with(ctx, "errno", &data);
+    // SAFETY: this thread's errno.
+    unsafe { *libc::__errno_location() = 4242 };
+    // SAFETY: read into the region (trapped, succeeds).
+    let rc = unsafe { libc::read(f.as_raw_fd(), ctx.h.ptr(300 * PAGE) as _, 100) };
+    // SAFETY: as above.
+    let e = unsafe { *libc::__errno_location() };
+    if rc != 100 || e != 4242 {
+        return Err(format!("rc {rc}, errno {e} (4242 expected)"));
+    }
+    // A failing trapped call sets errno from the result.
+    // SAFETY: read from a bad fd into the region.
+    let rc = unsafe { libc::read(-1, ctx.h.ptr(301 * PAGE) as _, 10) };
+    let e = Error::last_os_error().raw_os_error();
+    if rc != -1 || e != Some(libc::EBADF) {
+        return Err(format!("bad fd: rc {rc}, errno {e:?}"));
+    }
+    Ok(())
+}
+
+static ZERO_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static NESTED_AT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static NESTED_OK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn on_usr1(_: libc::c_int) {
+    // A trapped call from a signal handler that interrupted the guard's
+    // re-issued (blocking) call: a nested trap.
+    let at = NESTED_AT.fetch_add(PAGE, Ordering::SeqCst);
+    // SAFETY: 8 bytes from /dev/zero into a never-touched arena page.
+    let rc = unsafe { libc::read(ZERO_FD.load(Ordering::SeqCst), at as *mut libc::c_void, 8) };
+    if rc == 8 {
+        NESTED_OK.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A blocking trapped read interrupted by a signal: EINTR without
+/// SA_RESTART, restarted with it; the handler's own trapped call is served.
+fn restart_semantics(ctx: &Ctx) -> Res {
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    ZERO_FD.store(zero.as_raw_fd(), Ordering::SeqCst);
+    NESTED_AT.store(ctx.h.addr(400 * PAGE), Ordering::SeqCst);
+    // SAFETY: gettid has no arguments.
+    let tid = unsafe { libc::gettid() };
+    for (restart, round) in [(false, 0), (true, 1)] {
+        // SAFETY: installs a handler for SIGUSR1.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_usr1 as *const () as usize;
+            act.sa_flags = if restart { libc::SA_RESTART } else { 0 };
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR1, &act, std::ptr::null_mut()),
+                0
+            );
+        }
+        let (r, w) = pipe();
+        let data = pattern(500, 28 + round);
+        let d2 = data.clone();
+        let other = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: signals the main thread.
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
+            std::thread::sleep(Duration::from_millis(200));
+            write_all(&w, &d2);
+        });
+        let off = (310 + 2 * round as usize) * PAGE;
+        // SAFETY: blocking read into the region.
+        let rc = unsafe { libc::read(r.as_raw_fd(), ctx.h.ptr(off) as _, data.len()) };
+        let err = Error::last_os_error().raw_os_error();
+        if restart {
+            if rc != data.len() as isize {
+                return Err(format!("with SA_RESTART: rc {rc}, errno {err:?}"));
+            }
+            same(&ctx.h.read(off, data.len()), &data)?;
+        } else if rc != -1 || err != Some(libc::EINTR) {
+            return Err(format!(
+                "without SA_RESTART: rc {rc}, errno {err:?} (EINTR expected)"
+            ));
+        }
+        other.join().unwrap();
+    }
+    if NESTED_OK.load(Ordering::SeqCst) != 2 {
+        return Err(format!(
+            "nested traps served: {}",
+            NESTED_OK.load(Ordering::SeqCst)
+        ));
+    }
+    Ok(())
+}
+
+/// `guarded_syscall`, as a library hook would call it (no trap), and the
+/// counting of calls the table does not know.
+fn guarded_syscall_from_a_hook(ctx: &Ctx) -> Res {
+    let data = pattern(3 * PAGE, 30);
+    let f = file_with(ctx, "hook", &data);
+    let off = 320 * PAGE + 5;
+    let traps = guard::counters().traps;
+    // SAFETY: a read into the region, pinned by the guard first.
+    let rc = unsafe {
+        guard::guarded_syscall(
+            nr::READ,
+            [
+                f.as_raw_fd() as u64,
+                ctx.h.addr(off) as u64,
+                data.len() as u64,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    if rc != data.len() as isize {
+        return Err(format!("guarded_syscall read: {rc}"));
+    }
+    same(&ctx.h.read(off, data.len()), &data)?;
+    if guard::counters().traps != traps {
+        return Err("guarded_syscall trapped".into());
+    }
+    // io_uring_enter is not described: counted by number.
+    // SAFETY: a bad fd; nothing happens.
+    let rc = unsafe { guard::guarded_syscall(nr::IO_URING_ENTER, [u64::MAX, 0, 0, 0, 0, 0]) };
+    if rc != -(libc::EBADF as isize) {
+        return Err(format!("io_uring_enter: {rc}"));
+    }
+    let c = guard::counters();
+    if c.unknown_syscalls == 0 || !c.unknown_numbers.contains(&nr::IO_URING_ENTER) {
+        return Err(format!("unknown call not counted: {c:?}"));
+    }
+    Ok(())
+}
+
+/// Threads moving data through arena buffers with system calls only
+/// (pread into the arena, pwrite out of it) while another thread keeps
+/// evicting and write-protecting every unpinned page.
+fn stress_threads(ctx: &Ctx) -> Res {
+    let data = pattern(64 * PAGE, 31);
+    std::fs::write(ctx.dir.join("stress-in"), &data).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = ctx.h;
+    let evictor = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            let pages = 3 * 64;
+            while !stop.load(Ordering::Relaxed) {
+                // Page by page: evict one, write-protect another (made
+                // resident by a read first).
+                let i = (rounds as usize * 7) % pages;
+                let j = (rounds as usize * 13 + 5) % pages;
+                h.evict((500 + i) * PAGE, PAGE);
+                let _ = h.read((500 + j) * PAGE, 1);
+                h.write_protect((500 + j) * PAGE, PAGE);
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let workers: Vec<_> = (0..3)
+        .map(|t| {
+            let dir = ctx.dir.clone();
+            let data = data.clone();
+            std::thread::spawn(move || -> Res {
+                let input = std::fs::File::open(dir.join("stress-in")).unwrap();
+                let out_path = dir.join(format!("stress-out-{t}"));
+                let out = std::fs::File::create(&out_path).unwrap();
+                let base = (500 + 64 * t) * PAGE;
+                for i in 0..1500usize {
+                    let len = 1 + (i * 7919) % (8 * PAGE);
+                    let src = (i * 104_729) % (data.len() - len);
+                    let at = base + (i * 31) % (64 * PAGE - len);
+                    // SAFETY: pread into and pwrite out of the region.
+                    let n =
+                        unsafe { libc::pread(input.as_raw_fd(), h.ptr(at) as _, len, src as i64) };
+                    if n != len as isize {
+                        return Err(format!("pread {n}: {}", Error::last_os_error()));
+                    }
+                    // SAFETY: as above.
+                    let n = unsafe { libc::pwrite(out.as_raw_fd(), h.ptr(at) as _, len, 0) };
+                    if n != len as isize {
+                        return Err(format!("pwrite {n}: {}", Error::last_os_error()));
+                    }
+                    let got = std::fs::read(&out_path).unwrap();
+                    same(&got[..len], &data[src..src + len])?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let mut res = Ok(());
+    for w in workers {
+        if let Err(e) = w.join().unwrap() {
+            res = Err(e);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = evictor.join().unwrap();
+    eprintln!("evictor rounds: {rounds}");
+    res
+}
+
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "read_file",
@@ -1287,6 +1488,26 @@ const SCENARIOS: &[Scenario] = &[
         name: "untouched_by_arena",
         kind: Kind::GuardedOnly,
         run: untouched_by_arena,
+    },
+    Scenario {
+        name: "errno_preserved",
+        kind: Kind::GuardedOnly,
+        run: errno_preserved,
+    },
+    Scenario {
+        name: "restart_semantics",
+        kind: Kind::GuardedOnly,
+        run: restart_semantics,
+    },
+    Scenario {
+        name: "guarded_syscall_from_a_hook",
+        kind: Kind::GuardedOnly,
+        run: guarded_syscall_from_a_hook,
+    },
+    Scenario {
+        name: "stress_threads",
+        kind: Kind::GuardedOnly,
+        run: stress_threads,
     },
     Scenario {
         name: "instruction_pointer_is_after_syscall",

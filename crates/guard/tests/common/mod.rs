@@ -78,26 +78,39 @@ fn open_uffd() -> Uffd {
 }
 
 impl Harness {
-    /// Reserves a 1 TiB arena (with a PROT_NONE page below it), maps and
+    /// Reserves a 1 TiB arena at 16 TiB or above (with a PROT_NONE page
+    /// below it), maps and
     /// registers its first `len` bytes, and starts the fault server.
     pub fn setup(len: usize) -> &'static Harness {
-        let reserve = 2 * ARENA_SIZE;
-        // SAFETY: a fresh PROT_NONE reservation; nothing is touched.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                reserve,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        let base = base as usize;
-        // Aligned, and at least one PROT_NONE page below.
-        let lo = (base + PAGE + ARENA_SIZE - 1) & !(ARENA_SIZE - 1);
-        assert!(lo + ARENA_SIZE <= base + reserve);
+        // Where no program's own mappings go (the top-down mmap area starts
+        // within ~1 TiB of 128 TiB, PIE executables and their heap near
+        // 85 TiB, the legacy bottom-up layout at 42 TiB): the filter
+        // survives execve, and a new program's buffers in the old arena
+        // range would trap there, with no handler. The first free 1 TiB
+        // slot from 16 TiB, with a PROT_NONE page below it.
+        let mut lo = 0;
+        for slot in 16..40usize {
+            let want = slot * ARENA_SIZE - PAGE;
+            // SAFETY: reserves address space that is free (NOREPLACE).
+            let p = unsafe {
+                libc::mmap(
+                    want as *mut libc::c_void,
+                    ARENA_SIZE + PAGE,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE
+                        | libc::MAP_ANONYMOUS
+                        | libc::MAP_NORESERVE
+                        | libc::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
+            if p as usize == want {
+                lo = want + PAGE;
+                break;
+            }
+        }
+        assert_ne!(lo, 0, "no free arena slot");
         // SAFETY: remaps part of our own reservation read-write.
         let p = unsafe {
             libc::mmap(

@@ -31,8 +31,9 @@
 //!    pointers in memory (`readv`, `sendmsg`, `execve`, …), per the
 //!    [`IndirectPolicy`]; everything else is allowed, and for calls without
 //!    a rule the kernel's seccomp cache skips the filter altogether.
-//! 3. [`trampoline`]: `guard_syscall`, the one `syscall` instruction the
-//!    filter lets through.
+//! 3. [`trampoline`]: [`trampoline::guard_syscall`], around the one
+//!    `syscall` instruction the filter lets through (its return address is
+//!    [`trampoline::syscall_return_address`]).
 //! 4. The SIGSYS handler (`handler`): reads the number and arguments from
 //!    the signal frame, pins every arena buffer of the call through the
 //!    runtime's [`Pinner`] (which faults the pages in, writable when the

@@ -1,7 +1,7 @@
 //! The one `syscall` instruction the filter lets through unconditionally.
 //!
-//! `guard_syscall(nr, a1, …, a6)` is a System V function (so it can be
-//! called like any `extern "C"` function) that moves its arguments into the
+//! `uzswap_guard_syscall(nr, a1, …, a6)` (called through [`guard_syscall`]
+//! or [`syscall6`]) is a System V function that moves its arguments into the
 //! Linux system-call registers and executes `syscall`. The kernel reports,
 //! in `seccomp_data.instruction_pointer`, the address of the instruction
 //! *after* `syscall` (the saved user RIP; the test
@@ -68,6 +68,25 @@ pub unsafe fn syscall6(nr: i64, args: [u64; 6]) -> isize {
     // (it clobbers only rax, rcx, r11 and the argument registers, as any call
     // may); the caller guarantees the system call's own preconditions.
     unsafe { uzswap_guard_syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) }
+}
+
+/// `guard_syscall(nr, a1, …, a6)`: [`syscall6`] with the arguments spread.
+///
+/// # Safety
+/// As for [`syscall6`].
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn guard_syscall(
+    nr: i64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+    a6: u64,
+) -> isize {
+    // SAFETY: forwarded from the caller.
+    unsafe { syscall6(nr, [a1, a2, a3, a4, a5, a6]) }
 }
 
 /// The address of the instruction after the trampoline's `syscall`: what the

@@ -219,6 +219,9 @@ pub enum GuardError {
     /// Installing the SIGSYS handler failed.
     #[error("sigaction(SIGSYS): {0}")]
     Sigaction(std::io::Error),
+    /// Mapping the trampoline's gate page failed.
+    #[error("mapping the trampoline gate: {0}")]
+    Gate(std::io::Error),
     /// These threads block SIGSYS: a trap in one of them would make the
     /// kernel kill the process, so the filter was not installed. (A thread
     /// can only change its own mask; install the guard before the program
@@ -235,6 +238,11 @@ pub struct GuardConfig {
     /// Keep SIGSYS handled and unblocked by trapping `rt_sigaction` and
     /// `rt_sigprocmask` (see the crate docs).
     pub protect_sigsys: bool,
+    /// Where to put the trampoline's `syscall` instruction (a page the
+    /// caller reserved, the same address in every process that uses the
+    /// guard: see `trampoline`), so that filters inherited through `execve`
+    /// allow it too; `None`: in the library's own text.
+    pub gate: Option<usize>,
 }
 
 impl Default for GuardConfig {
@@ -249,6 +257,7 @@ impl Default for GuardConfig {
                 IndirectPolicy::FromCode(ranges)
             },
             protect_sigsys: true,
+            gate: None,
         }
     }
 }
@@ -282,6 +291,11 @@ pub fn install_with(
     config: GuardConfig,
 ) -> Result<GuardInfo, GuardError> {
     filter::check_arena(&arena)?;
+    if let Some(gate) = config.gate {
+        // SAFETY: the caller reserved the page for the gate; no filter is
+        // in yet, so nothing runs the trampoline through it.
+        unsafe { trampoline::map_gate(gate) }.map_err(GuardError::Gate)?;
+    }
     let spec = filter::FilterSpec {
         arena: arena.clone(),
         trampoline_ip: trampoline::syscall_return_address(),
@@ -313,6 +327,19 @@ pub fn install_with(
         return Err(GuardError::AlreadyInstalled);
     }
     handler::install_handler().map_err(GuardError::Sigaction)?;
+    // A program started by a program under the guard inherits its filter
+    // (filters survive execve): with the same arena and gate it is this
+    // very filter, and a second would only double the cost of every system
+    // call. A call with an arena pointer tells: trapped means inherited.
+    if config.gate.is_some() && inherited_filter_traps(&arena) {
+        return Ok(GuardInfo {
+            arena,
+            filter_len: 0,
+            trampoline_ip: spec.trampoline_ip,
+            indirect: config.indirect,
+            protect_sigsys: config.protect_sigsys,
+        });
+    }
     filter::install(&prog)?;
     Ok(GuardInfo {
         arena,
@@ -321,6 +348,16 @@ pub fn install_with(
         indirect: config.indirect,
         protect_sigsys: config.protect_sigsys,
     })
+}
+
+/// Whether a filter already in place traps a call with an arena pointer
+/// (the handler, installed first, serves it: `read(-1, arena, 0)` then
+/// fails with EBADF either way).
+fn inherited_filter_traps(arena: &Range<usize>) -> bool {
+    let before = counters::counters().traps;
+    // SAFETY: a read of 0 bytes from fd -1: EBADF, touching no memory.
+    unsafe { libc::syscall(libc::SYS_read, -1, arena.start + 4096 * 16, 0usize) };
+    counters::counters().traps > before
 }
 
 /// The threads of this process whose signal mask blocks SIGSYS (from

@@ -12,10 +12,26 @@
 //! The symbols are `.hidden`: a copy of this crate linked into another
 //! shared object (the LD_PRELOAD library) keeps its own trampoline and does
 //! not export it.
+//!
+//! **The gate.** Seccomp filters survive `execve`, so a program started by
+//! a program under uzswap (a shell script's `exec`, a wrapper) inherits its
+//! parent's filter, which knows only the parent's trampoline address.
+//! [`map_gate`] therefore puts the one `syscall` instruction at a fixed
+//! address every uzswap process shares (the first page of the region
+//! arena, which regions never use) and the trampoline jumps there: every
+//! filter, inherited or not, allows the same instruction pointer.
 
 use std::arch::global_asm;
 
 global_asm!(
+    // The gate's address (0: none yet), read by the trampoline; hidden, so
+    // the shared object refers to it directly.
+    ".data",
+    ".balign 8",
+    ".globl uzswap_guard_gate",
+    ".hidden uzswap_guard_gate",
+    "uzswap_guard_gate:",
+    "    .quad 0",
     ".text",
     ".balign 16",
     ".globl uzswap_guard_syscall",
@@ -29,6 +45,13 @@ global_asm!(
     "    mov r10, r8",
     "    mov r8, r9",
     "    mov r9, [rsp + 8]",
+    // Through the gate when there is one: a tail jump, so the gate's `ret`
+    // returns to our caller. r11 is the syscall's to clobber anyway.
+    "    mov r11, [rip + uzswap_guard_gate]",
+    "    test r11, r11",
+    "    jz 2f",
+    "    jmp r11",
+    "2:",
     "    syscall",
     ".globl uzswap_guard_syscall_ret",
     ".hidden uzswap_guard_syscall_ret",
@@ -46,7 +69,54 @@ global_asm!(
     ".size uzswap_guard_restore_rt, . - uzswap_guard_restore_rt",
 );
 
+/// Bytes of the gate: `syscall; ret`.
+const GATE_CODE: [u8; 3] = [0x0f, 0x05, 0xc3];
+
+/// Maps the gate at `addr` (a page of the caller's own `PROT_NONE`
+/// reservation, never used otherwise), or finds it there already.
+///
+/// # Safety
+/// `[addr, addr + 4096)` is reserved by the caller for this, and no thread
+/// runs the trampoline while this runs (before the filter goes in).
+pub(crate) unsafe fn map_gate(addr: usize) -> std::io::Result<()> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+    // SAFETY: the caller's guarantee: the page is ours to replace.
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            addr,
+            4096usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        )
+    };
+    if p < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the page was mapped writable just above.
+    unsafe { std::ptr::copy_nonoverlapping(GATE_CODE.as_ptr(), addr as *mut u8, GATE_CODE.len()) };
+    // SAFETY: our own page: read and execute only from now on.
+    if unsafe {
+        libc::syscall(
+            libc::SYS_mprotect,
+            addr,
+            4096usize,
+            libc::PROT_READ | libc::PROT_EXEC,
+        )
+    } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a plain store before any thread runs the trampoline through
+    // the gate (the caller's guarantee); later readers only load it.
+    unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!(uzswap_guard_gate), addr) };
+    Ok(())
+}
+
 extern "C" {
+    static mut uzswap_guard_gate: usize;
     fn uzswap_guard_syscall(nr: i64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64, a6: u64)
         -> isize;
     static uzswap_guard_syscall_ret: u8;
@@ -92,7 +162,13 @@ pub unsafe fn guard_syscall(
 /// The address of the instruction after the trampoline's `syscall`: what the
 /// kernel reports as the instruction pointer of a call made through it.
 pub fn syscall_return_address() -> usize {
-    std::ptr::addr_of!(uzswap_guard_syscall_ret) as usize
+    // SAFETY: a plain load of a word written once before the filter exists.
+    let gate = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(uzswap_guard_gate)) };
+    if gate != 0 {
+        gate + 2
+    } else {
+        std::ptr::addr_of!(uzswap_guard_syscall_ret) as usize
+    }
 }
 
 /// The trampoline's entry address (for tests and reports).

@@ -133,6 +133,67 @@ extern "C" fn after_fork_in_child() {
     })
 }
 
+/// The runtime pins system calls' buffers for the guard.
+struct RuntimePinner;
+
+impl guard::Pinner for RuntimePinner {
+    fn pin(&self, addr: usize, len: usize, write: bool) -> guard::PinToken {
+        match started() {
+            Some(p) if owns_runtime() => {
+                let (addr, len) = p.runtime.pin_for_syscall(addr, len, write);
+                guard::PinToken { addr, len }
+            }
+            // No runtime yet (no region exists), or a vfork child sharing
+            // its parent's: nothing of ours to pin.
+            _ => guard::PinToken { addr, len: 0 },
+        }
+    }
+
+    fn unpin(&self, t: guard::PinToken) {
+        if let Some(p) = started().filter(|_| t.len > 0) {
+            p.runtime.unpin(t.addr, t.len);
+        }
+    }
+
+    fn registered(&self, addr: usize, len: usize) {
+        // Kept resident for good: pinned and never unpinned.
+        let _ = self.pin(addr, len, true);
+    }
+}
+
+static PINNER: RuntimePinner = RuntimePinner;
+
+/// Where the userfaultfd can only handle the program's own faults (no
+/// root, `vm.unprivileged_userfaultfd=0`), the kernel cannot fault region
+/// pages in for a system call: the syscall guard (the `guard` crate) traps
+/// calls whose buffers lie in the region arena and pins and faults them in
+/// first. Installed now, before the program starts threads (a thread
+/// blocking SIGSYS at install time would die at its first trap).
+fn install_guard_if_needed(s: &Settings) {
+    match runtime::launch::check_userfaultfd(s.user_mode_only) {
+        Ok(runtime::FaultMode::KernelFaults) => {}
+        Ok(runtime::FaultMode::UserModeOnly) => {
+            let arena = runtime::arena::global()
+                .unwrap_or_else(|e| die(&format!("cannot reserve the region arena: {e}")));
+            // The gate at the arena's first page, which regions never use:
+            // the same address in every process, so a filter inherited
+            // through exec allows it too.
+            let config = guard::GuardConfig {
+                gate: Some(arena.range().start),
+                ..guard::GuardConfig::default()
+            };
+            if let Err(e) = guard::install_with(arena.range(), &PINNER, config) {
+                die(&format!(
+                    "cannot install the syscall guard (needed without root for system calls on paged memory): {e}"
+                ));
+            }
+        }
+        // The runtime says why when it starts (at the first large
+        // allocation); a program that makes none must still run.
+        Err(_) => {}
+    }
+}
+
 /// Reads the settings from the environment; a bad one ends the program
 /// with a message naming it.
 pub fn load_settings() {
@@ -156,6 +217,7 @@ pub fn load_settings() {
             if r != 0 {
                 die(&format!("pthread_atfork failed (errno {r})"));
             }
+            install_guard_if_needed(SETTINGS.get().expect("set just above"));
         }
         Err(e) => die(&format!("bad setting: {e}")),
     }

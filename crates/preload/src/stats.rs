@@ -30,6 +30,15 @@ pub fn fields() -> Vec<(String, u64)> {
             p.regions_released.load(Ordering::Relaxed),
         ),
     ]);
+    if guard::handler_installed() {
+        let g = guard::counters();
+        f.extend([
+            ("guard_traps".into(), g.traps),
+            ("guard_guarded_calls".into(), g.guarded_calls),
+            ("guard_unknown_syscalls".into(), g.unknown_syscalls),
+            ("guard_pinned_bytes".into(), g.pinned_bytes),
+        ]);
+    }
     let named = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(n, x)| (n.to_string(), x));
     f.extend(named(p.runtime.stats().fields()));
     f.extend(named(p.runtime.swap_stats().fields()));

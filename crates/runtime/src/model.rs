@@ -24,8 +24,8 @@
 //! fingerprint.
 
 use crate::protocol::{
-    self, Age, Cx, Env, Event, Evict, KernelError, MissingFault, PageState, Pin, PinnedRun,
-    Release, Slot, State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
+    self, Age, Cx, Env, Event, Evict, KernelError, MissingFault, PageState, Pin, Release, Slot,
+    State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
 };
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -110,6 +110,10 @@ impl Env for ModelEnv<'_> {
         wake: bool,
     ) -> Result<(), KernelError> {
         let mut k = self.k.borrow_mut();
+        if (0..pages).any(|i| !k.page(addr + i * PAGE).registered) {
+            // UFFDIO_COPY/ZEROPAGE outside a registered range.
+            return Err(kerr("map_zeros", addr, pages * PAGE, libc::ENOENT));
+        }
         if (0..pages).any(|i| k.page(addr + i * PAGE).value.is_some()) {
             return Err(kerr("map_zeros", addr, pages * PAGE, libc::EEXIST));
         }
@@ -124,6 +128,9 @@ impl Env for ModelEnv<'_> {
 
     fn map(&self, addr: usize, buf: &u8, wake: bool) -> Result<(), KernelError> {
         let mut k = self.k.borrow_mut();
+        if !k.page(addr).registered {
+            return Err(kerr("map", addr, PAGE, libc::ENOENT));
+        }
         if k.page(addr).value.is_some() {
             return Err(kerr("map", addr, PAGE, libc::EEXIST));
         }
@@ -268,7 +275,6 @@ enum Actor {
         page: usize,
         value: Option<u8>,
         phase: SyscallPhase,
-        runs: Vec<PinnedRun>,
     },
     /// The fault handler; `deferred`: pages of throttled faults whose
     /// threads it has yet to wake.
@@ -407,7 +413,6 @@ impl Scenario {
                 page,
                 value,
                 phase: SyscallPhase::Pinning(Pin::new(page_addr(page), PAGE)),
-                runs: Vec::new(),
             });
         }
         actors.push(Actor::Handler {
@@ -612,7 +617,6 @@ impl World {
                 page,
                 value,
                 phase,
-                runs,
             } => {
                 if self.k.blocked[*tid as usize].is_some() {
                     return Outcome::Moved(false);
@@ -628,10 +632,7 @@ impl World {
                                 }
                                 *phase = SyscallPhase::Pinning(p);
                             }
-                            Step::Done(r) => {
-                                *runs = r;
-                                *phase = SyscallPhase::Touch;
-                            }
+                            Step::Done(()) => *phase = SyscallPhase::Touch,
                         }
                     }
                     SyscallPhase::Touch => {
@@ -658,8 +659,7 @@ impl World {
                         }
                     }
                     SyscallPhase::Unpin => {
-                        let runs = std::mem::take(runs);
-                        protocol::unpin(&mut self.st, &runs);
+                        protocol::unpin(&mut self.st, page_addr(*page), PAGE);
                         self.st.changes += 1;
                         *phase = SyscallPhase::Done;
                     }
@@ -1035,6 +1035,26 @@ mod tests {
         }
     }
 
+    /// A region released into plain memory while a thread first-touches a
+    /// page of it (numpy's import found this: the fill mapped into a range
+    /// already unregistered).
+    fn release_during_first_touch() -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![None, Some((6, true))],
+            programs: vec![vec![Write(0, 1), Read(0), Read(1)]],
+            syscalls: vec![],
+            evict_cycles: 0,
+            evict_want: 1,
+            aging_passes: 0,
+            store_refusals: 0,
+            release: true,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, None),
+        }
+    }
+
     fn passes(name: &str, sc: Scenario) {
         match check(&sc) {
             Ok(states) => {
@@ -1076,6 +1096,7 @@ mod tests {
     #[test]
     fn release_into_plain_memory_keeps_every_byte() {
         passes("release", release());
+        passes("release during first touch", release_during_first_touch());
     }
 
     #[test]

@@ -1414,20 +1414,28 @@ impl Age {
 // ---------------------------------------------------------------------------
 // Pins: a system call's buffer.
 
-/// Pages of one region a [`Pin`] holds: `(base, id, first, n)`.
-pub type PinnedRun = (usize, u64, usize, usize);
+/// Most region ranges one [`Pin`] records for the caller to fault in (a
+/// system call's buffer lies in one allocation, so in one region).
+pub const PIN_RANGES: usize = 8;
 
 /// Pins the region pages of `[addr, addr + len)` for a system call and
 /// waits until none of them is in flight and no aging pass is protecting
-/// their region. `Done(runs)`: from then on they are not evicted and not
-/// write-protected by aging; the caller faults them in (touching them) and
-/// makes the call, then calls [`unpin`].
+/// their region. `Done`: from then on they are not evicted and not
+/// write-protected by aging; the caller faults them in (touching each page,
+/// writing where the call will write: [`Pin::ranges`]), makes the call, then
+/// calls [`unpin`] on the same range. Pins count per page, by address: a
+/// pinned range may be unpinned as part of a larger one. Nothing here
+/// allocates (it runs in the syscall guard's signal handler).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Pin {
     pub addr: usize,
     pub len: usize,
-    runs: Vec<PinnedRun>,
     pinned: bool,
+    /// The region parts of the range: `(address, length)`.
+    ranges: [(usize, usize); PIN_RANGES],
+    nranges: usize,
+    /// More regions than `ranges` holds: the caller finds the rest itself.
+    pub overflow: bool,
 }
 
 impl Pin {
@@ -1435,58 +1443,82 @@ impl Pin {
         Self {
             addr,
             len,
-            runs: Vec::new(),
             pinned: false,
+            ranges: [(0, 0); PIN_RANGES],
+            nranges: 0,
+            overflow: false,
         }
     }
 
-    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<Vec<PinnedRun>>, Fatal> {
-        let mut st = cx.lock();
-        if !self.pinned {
-            self.pinned = true;
-            let (start, end) = (self.addr, self.addr.saturating_add(self.len));
-            let first_base = st.locate(start).map_or(start, |(b, _)| b);
-            for (&base, r) in st.regions.range_mut(first_base..end) {
-                let lo = start.saturating_sub(base) / PAGE;
-                let hi = (end - base).div_ceil(PAGE).min(r.pages.len());
-                if lo >= hi {
-                    continue;
-                }
-                for p in &mut r.pages[lo..hi] {
-                    p.pins += 1;
-                }
-                self.runs.push((base, r.id, lo, hi - lo));
-            }
-            if cx.tun.flawed(Flaw::PinWithoutSettle) {
-                return Ok(Step::Done(std::mem::take(&mut self.runs)));
+    /// The region parts of the pinned range (to fault in).
+    pub fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges[..self.nranges]
+    }
+
+    /// Calls `f(region, first page, pages)` for every region part of
+    /// `[start, end)`.
+    fn each_part(
+        st: &mut State,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(&mut RegionPages, usize, usize, usize),
+    ) {
+        let first_base = st.locate(start).map_or(start, |(b, _)| b);
+        for (&base, r) in st.regions.range_mut(first_base..end) {
+            let lo = start.saturating_sub(base) / PAGE;
+            let hi = (end - base).div_ceil(PAGE).min(r.pages.len());
+            if lo < hi {
+                f(r, base, lo, hi - lo);
             }
         }
-        let busy = self.runs.iter().any(|&(base, id, first, n)| {
-            st.region(base, id).is_some_and(|r| {
-                r.aging
-                    || r.pages[first..first + n]
-                        .iter()
-                        .any(|p| p.state.in_flight())
-            })
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let (start, end) = (self.addr, self.addr.saturating_add(self.len));
+        if !self.pinned {
+            self.pinned = true;
+            let (ranges, nranges, overflow) =
+                (&mut self.ranges, &mut self.nranges, &mut self.overflow);
+            Self::each_part(&mut st, start, end, |r, base, first, n| {
+                for p in &mut r.pages[first..first + n] {
+                    p.pins = p.pins.saturating_add(1);
+                }
+                if *nranges < PIN_RANGES {
+                    ranges[*nranges] = (page_addr(base, first), n * PAGE);
+                    *nranges += 1;
+                } else {
+                    *overflow = true;
+                }
+            });
+            if cx.tun.flawed(Flaw::PinWithoutSettle) {
+                return Ok(Step::Done(()));
+            }
+        }
+        let mut busy = false;
+        Self::each_part(&mut st, start, end, |r, _, first, n| {
+            busy |= r.aging
+                || r.pages[first..first + n]
+                    .iter()
+                    .any(|p| p.state.in_flight());
         });
         if busy {
             return Ok(Step::Wait(st.changes));
         }
-        Ok(Step::Done(std::mem::take(&mut self.runs)))
+        Ok(Step::Done(()))
     }
 }
 
-/// Ends a [`Pin`]: its pages may be evicted and protected again. Runs of a
-/// region dropped meanwhile (a program freeing a buffer a system call still
-/// uses) are ignored.
-pub fn unpin(st: &mut State, runs: &[PinnedRun]) {
-    for &(base, id, first, n) in runs {
-        if let Some(r) = st.region(base, id) {
-            for p in &mut r.pages[first..first + n] {
-                p.pins = p.pins.saturating_sub(1);
-            }
+/// Ends a [`Pin`] of `[addr, addr + len)` (or of several adjacent pins at
+/// once): its pages may be evicted and protected again. A page whose region
+/// went meanwhile (a program freeing a buffer a system call still used) is
+/// simply gone.
+pub fn unpin(st: &mut State, addr: usize, len: usize) {
+    Pin::each_part(st, addr, addr.saturating_add(len), |r, _, first, n| {
+        for p in &mut r.pages[first..first + n] {
+            p.pins = p.pins.saturating_sub(1);
         }
-    }
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -1663,6 +1695,18 @@ impl<B: Clone + Default> Release<B> {
             }
             ReleasePc::Forget => {
                 let mut st = cx.lock();
+                // Faults are still served on a dying region (the program
+                // uses it until it is unregistered): one that began after
+                // the quiesce must end before the region goes, or its map
+                // would land in an unregistered range.
+                let changes = st.changes;
+                if st
+                    .region(self.base, self.id)
+                    .is_some_and(|r| r.in_flight > 0)
+                {
+                    self.pc = ReleasePc::Forget;
+                    return Ok(Step::Wait(changes));
+                }
                 let Some(r) = st.regions.remove(&self.base) else {
                     return Ok(self.finish(&mut st, cx.changed));
                 };

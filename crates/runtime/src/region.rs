@@ -3,7 +3,7 @@
 //! region pages.
 
 use crate::arena;
-use crate::protocol::{self, Pin, PinnedRun, Release, PAGE};
+use crate::protocol::{self, Pin, Release, PAGE};
 use crate::runtime::{Inner, Runtime};
 use crate::RuntimeError;
 use std::sync::Arc;
@@ -37,15 +37,75 @@ impl Runtime {
 
     /// Pins the region pages of `[addr, addr + len)` for a system call:
     /// until the guard drops they are not evicted and not write-protected
-    /// by aging. Waits for operations in flight on them. The caller then
-    /// faults them in (touches each page, writing where the call will
-    /// write) and makes the call.
-    pub fn pin(&self, addr: usize, len: usize) -> PinGuard<'_> {
-        let mut op = Pin::new(addr, len);
-        let runs = self.inner.drive(|cx| op.step(cx));
+    /// by aging. Waits for operations in flight on them, then faults them
+    /// in (writable if `write`: the call will write them).
+    pub fn pin(&self, addr: usize, len: usize, write: bool) -> PinGuard<'_> {
+        let (addr, len) = self.pin_for_syscall(addr, len, write);
         PinGuard {
             inner: &self.inner,
-            runs,
+            addr,
+            len,
+        }
+    }
+
+    /// [`Runtime::pin`] without a guard: returns the page-aligned range
+    /// pinned, for [`Runtime::unpin`] (the syscall guard's `Pinner`).
+    /// Allocates nothing: it runs in a signal handler.
+    pub fn pin_for_syscall(&self, addr: usize, len: usize, write: bool) -> (usize, usize) {
+        let start = addr & !(PAGE - 1);
+        let end = addr.saturating_add(len).div_ceil(PAGE) * PAGE;
+        if len == 0 {
+            return (start, 0);
+        }
+        let mut op = Pin::new(start, end - start);
+        self.inner.drive(|cx| op.step(cx));
+        for &(a, l) in op.ranges() {
+            touch(a, l, write);
+        }
+        if op.overflow {
+            // More regions than the op recorded: find each page's region.
+            for a in (start..end).step_by(PAGE) {
+                if self.inner.lock().locate(a).is_some() {
+                    touch(a, PAGE, write);
+                }
+            }
+        }
+        (start, end - start)
+    }
+
+    /// Ends a pin (or several adjacent ones) made by
+    /// [`Runtime::pin_for_syscall`].
+    pub fn unpin(&self, addr: usize, len: usize) {
+        let mut st = self.inner.lock();
+        protocol::unpin(&mut st, addr, len);
+        st.changed(&self.inner.changed);
+    }
+}
+
+/// Faults in `[addr, addr + len)` of a region: reads each page, or, for a
+/// system call that will write, writes its first byte with the value it
+/// holds by a compare-exchange (tried until it succeeds: a real write,
+/// which no compiler may drop — an unused `fetch_add(0)` may become a load
+/// and vanish — and which never undoes a concurrent write of the program).
+fn touch(addr: usize, len: usize, write: bool) {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    for a in (addr..addr + len).step_by(PAGE) {
+        if write {
+            // SAFETY: a page of a live region, pinned: read-write memory of
+            // ours (faulted in by this access); accessed atomically.
+            let byte = unsafe { &*(a as *const AtomicU8) };
+            loop {
+                let v = byte.load(Ordering::Relaxed);
+                if byte
+                    .compare_exchange(v, v, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+            }
+        } else {
+            // SAFETY: as above; a volatile read is never dropped.
+            unsafe { std::ptr::read_volatile(a as *const u8) };
         }
     }
 }
@@ -53,31 +113,23 @@ impl Runtime {
 /// Region pages pinned for a system call ([`Runtime::pin`]).
 pub struct PinGuard<'a> {
     inner: &'a Inner,
-    runs: Vec<PinnedRun>,
+    addr: usize,
+    len: usize,
 }
 
 impl std::fmt::Debug for PinGuard<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PinGuard")
-            .field("runs", &self.runs)
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("len", &self.len)
             .finish()
-    }
-}
-
-impl PinGuard<'_> {
-    /// Whether any region page is pinned.
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
     }
 }
 
 impl Drop for PinGuard<'_> {
     fn drop(&mut self) {
-        if self.runs.is_empty() {
-            return;
-        }
         let mut st = self.inner.lock();
-        protocol::unpin(&mut st, &self.runs);
+        protocol::unpin(&mut st, self.addr, self.len);
         st.changed(&self.inner.changed);
     }
 }

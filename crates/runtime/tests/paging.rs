@@ -353,3 +353,24 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+#[test]
+fn pinned_buffers_take_kernel_writes_in_user_mode_only_mode() {
+    let rt = Runtime::new(RuntimeConfig {
+        user_mode_only: true,
+        ..config(256)
+    })
+    .unwrap();
+    let region = rt.alloc(1 << 20).unwrap();
+    let f = std::fs::File::open("/proc/self/exe").unwrap();
+    use std::os::fd::AsRawFd;
+    // Unpinned: the kernel cannot fault the page in.
+    // SAFETY: reading into our region.
+    let n = unsafe { libc::read(f.as_raw_fd(), region.as_ptr().cast(), 1 << 20) };
+    assert_eq!(n, -1, "user-mode only: EFAULT without a pin");
+    let pin = rt.pin(region.as_ptr() as usize, 1 << 20, true);
+    // SAFETY: as above.
+    let n = unsafe { libc::pread(f.as_raw_fd(), region.as_ptr().cast(), 1 << 20, 0) };
+    drop(pin);
+    assert_eq!(n, 1 << 20, "{}", std::io::Error::last_os_error());
+}

@@ -315,13 +315,23 @@ impl Pinner for Harness {
             }
         }
         // Fault in, outside the lock (the server does not take it). A write
-        // touch is an atomic read-modify-write of zero: it changes nothing,
-        // even with other threads writing the page.
+        // touch is a compare-exchange of the byte with itself, tried until it
+        // succeeds: a real write (an unused `fetch_or(0)` may become a load
+        // and vanish) that changes nothing, even with other threads writing.
         for i in first..last {
             let p = self.lo + i * PAGE;
             if write {
                 // SAFETY: a mapped page of the region; atomic access.
-                unsafe { (*(p as *const AtomicU8)).fetch_or(0, Ordering::Relaxed) };
+                let byte = unsafe { &*(p as *const AtomicU8) };
+                loop {
+                    let v = byte.load(Ordering::Relaxed);
+                    if byte
+                        .compare_exchange(v, v, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        break;
+                    }
+                }
             } else {
                 // SAFETY: as above.
                 unsafe { std::ptr::read_volatile(p as *const u8) };

@@ -1,0 +1,142 @@
+//! System calls on paged memory (issue 11): `read`/`pread`/`readv`/`preadv`
+//! into never-touched and evicted buffers from files and pipes,
+//! `write`/`pwrite`/`writev`/`sendmsg` from evicted buffers (the `msghdr`
+//! and iovecs in paged memory too), `recv` over a socketpair, `getrandom`,
+//! `stat` into paged memory, a path string in paged memory, `fread`/`fwrite`
+//! of 8 MiB blocks (glibc's own I/O paths), an `O_DIRECT` read, and a
+//! blocking `poll`/`read` whose buffer is pushed out while the call waits.
+//! Every byte is checked by the program. Run with kernel faults handled
+//! (root), with the syscall guard (root, `--user-mode-only`) and as an
+//! unprivileged user.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
+const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A folder of its own, writable by anyone, on the root file system
+/// (tmpfs has no O_DIRECT).
+fn workdir(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let base = if Path::new("/var/tmp").is_dir() {
+        PathBuf::from("/var/tmp")
+    } else {
+        std::env::temp_dir()
+    };
+    let d = base.join(format!("uzswap-syscalls-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    d
+}
+
+fn compile(dir: &Path) -> PathBuf {
+    let bin = dir.join("syscheck");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-O2", "-pthread", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/syscheck.c"))
+        .status()
+        .unwrap_or_else(|e| panic!("{cc}: {e}"));
+    assert!(status.success());
+    bin
+}
+
+fn stats(dir: &Path) -> Vec<(String, u64)> {
+    std::fs::read_to_string(dir.join("stats"))
+        .map(|t| runtime::report::parse(&t))
+        .unwrap_or_default()
+}
+
+fn assert_ok(out: &Output, f: &[(String, u64)], mode: &str) {
+    assert!(
+        out.status.success() && text(&out.stdout).contains("syscheck: ok"),
+        "{mode}: exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // The buffers were really paged: far more evicted than the limit holds.
+    assert!(
+        runtime::report::get(f, "evicted_pages") > 8192,
+        "{mode}: {f:?}"
+    );
+}
+
+#[test]
+fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for (mode, extra) in [
+        ("kernel faults", None),
+        ("user mode + guard", Some("--user-mode-only")),
+    ] {
+        let dir = workdir(if extra.is_some() { "guard" } else { "kernel" });
+        let bin = compile(&dir);
+        let out = Command::new(UZSWAP)
+            .args(["run", "-q", "--limit", "16M", "--stats-out"])
+            .arg(dir.join("stats"))
+            .args(extra)
+            .arg("--")
+            .arg(&bin)
+            .arg(&dir)
+            .arg("64")
+            .output()
+            .unwrap();
+        let f = stats(&dir);
+        assert_ok(&out, &f, mode);
+        let kernel_faults = runtime::report::get(&f, "kernel_faults");
+        if extra.is_some() || !root {
+            assert_eq!(kernel_faults, 0, "{mode}: {f:?}");
+            assert!(runtime::report::get(&f, "guard_traps") > 0, "{mode}: {f:?}");
+        } else {
+            assert_eq!(kernel_faults, 1, "root handles kernel faults: {f:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn syscalls_on_paged_memory_as_an_unprivileged_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // the test above ran unprivileged already
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workdir("nobody");
+    let bin = compile(&dir);
+    let uz = dir.join("uzswap");
+    std::fs::copy(UZSWAP, &uz).unwrap();
+    std::fs::copy(
+        Path::new(UZSWAP).with_file_name("libuzswap_preload.so"),
+        dir.join("libuzswap_preload.so"),
+    )
+    .unwrap();
+    for p in [&uz, &bin] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&uz)
+        .args(["run", "-q", "--limit", "16M", "--swapfile-dir"])
+        .arg(&dir)
+        .arg("--stats-out")
+        .arg(dir.join("stats"))
+        .arg("--")
+        .arg(&bin)
+        .arg(&dir)
+        .arg("64")
+        .env("TMPDIR", &dir)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let f = stats(&dir);
+    assert_ok(&out, &f, "nobody");
+    assert_eq!(runtime::report::get(&f, "kernel_faults"), 0, "{f:?}");
+    assert!(runtime::report::get(&f, "guard_traps") > 0, "{f:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

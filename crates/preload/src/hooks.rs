@@ -315,19 +315,26 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
 #[no_mangle]
 pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
     no_unwind("madvise", || {
-        let harmless = matches!(
+        // Advice that only sets a flag on the mapping: for a region it is
+        // ignored (the kernel may ignore it too), since the flag would split
+        // the region's mapping, and one userfaultfd fill cannot span two.
+        let advisory = matches!(
             advice,
             libc::MADV_NORMAL
                 | libc::MADV_RANDOM
                 | libc::MADV_SEQUENTIAL
-                | libc::MADV_WILLNEED
                 | libc::MADV_HUGEPAGE
                 | libc::MADV_NOHUGEPAGE
                 | libc::MADV_DONTDUMP
                 | libc::MADV_DODUMP
         );
-        if !harmless && !preload::passes_through() {
-            preload::release_overlapping(addr as usize, len);
+        if !preload::passes_through() {
+            if advisory && preload::within_region(addr as usize, len) {
+                return 0;
+            }
+            if !advisory && advice != libc::MADV_WILLNEED {
+                preload::release_overlapping(addr as usize, len);
+            }
         }
         // SAFETY: madvise's contract, passed on unchanged.
         unsafe { sys::sys_madvise(addr, len, advice) }

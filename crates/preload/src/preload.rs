@@ -300,6 +300,21 @@ fn in_bounds(addr: usize, len: usize) -> bool {
     addr < HI.load(Ordering::Relaxed) && addr.saturating_add(len) > LO.load(Ordering::Relaxed)
 }
 
+/// Whether `[addr, addr + len)` lies within one region.
+pub fn within_region(addr: usize, len: usize) -> bool {
+    if !in_bounds(addr, len) {
+        return false;
+    }
+    let Some(p) = started() else {
+        return false;
+    };
+    let table = p.table();
+    table
+        .range(..=addr)
+        .next_back()
+        .is_some_and(|(&base, e)| addr >= base && addr.saturating_add(len) <= base + e.region.len())
+}
+
 /// The usable size of a region pointer handed out by [`alloc`].
 pub fn usable_size(ptr: usize) -> Option<usize> {
     if !in_bounds(ptr, 1) {

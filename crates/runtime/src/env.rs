@@ -142,6 +142,15 @@ impl RealEnv {
                 Ok(n) => done += n,
                 Err(userfaultfd::Error::PartiallyCopied(n)) if n > 0 => done += n,
                 Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => again += 1,
+                // The run crosses a mapping boundary (a program's mlock or
+                // madvise split the region): one fill must fit one mapping,
+                // so go page by page.
+                Err(e) if errno_of(&e) == libc::ENOENT && src.len() - done > PAGE => {
+                    for off in (done..src.len()).step_by(PAGE) {
+                        self.copy(&src[off..off + PAGE], dst + off, wake, op)?;
+                    }
+                    return Ok(());
+                }
                 Err(e) => return Err(kerr(op, dst + done, src.len() - done, errno_of(&e))),
             }
         }
@@ -166,6 +175,13 @@ impl RealEnv {
                         }
                         return Ok(());
                     }
+                }
+                // Across a mapping boundary (see `copy`): page by page.
+                Err(e) if errno_of(&e) == libc::ENOENT && len > PAGE => {
+                    for a in (addr..addr + len).step_by(PAGE) {
+                        self.zeropage(a, PAGE, wake)?;
+                    }
+                    return Ok(());
                 }
                 Err(e) => return Err(kerr("UFFDIO_ZEROPAGE", addr, len, errno_of(&e))),
             }

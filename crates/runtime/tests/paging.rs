@@ -374,3 +374,36 @@ fn pinned_buffers_take_kernel_writes_in_user_mode_only_mode() {
     drop(pin);
     assert_eq!(n, 1 << 20, "{}", std::io::Error::last_os_error());
 }
+
+/// A program's madvise (or mlock) can split a region's mapping: one
+/// first-touch fill or swap-in cannot span two mappings, and the runtime
+/// maps page by page across the boundary. (numpy's MADV_HUGEPAGE on parts
+/// of its arrays found this.)
+#[test]
+fn a_region_split_into_several_mappings_is_paged_as_one() {
+    let rt = Runtime::new(config(256)).unwrap();
+    let npages = 2048;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    let base = region.as_ptr() as usize;
+    // SAFETY: advice that splits the mapping at 2 MiB boundaries inside
+    // the region (a flag change, no data change).
+    let r = unsafe {
+        libc::madvise(
+            (base + (1 << 20) + 12 * PAGE) as *mut libc::c_void,
+            2 << 20,
+            libc::MADV_HUGEPAGE,
+        )
+    };
+    assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: one thread uses the region.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 4);
+    }
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        fill(&mut expect, i, 4);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    assert!(rt.stats().evicted_pages > 1000, "{:?}", rt.stats());
+}

@@ -43,19 +43,29 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
     unsafe { __libc_memalign(align, size) }
 }
 
-/// Usable size of a glibc allocation (glibc's own `malloc_usable_size`,
-/// found past this library).
+/// Usable size of a glibc allocation: glibc's own `malloc_usable_size`,
+/// looked up in libc itself. Not the "next" definition after this library
+/// (`RTLD_NEXT`): in a program linked with jemalloc or tcmalloc that is
+/// theirs, and the blocks these hooks hand out come from glibc.
 ///
 /// # Safety
 /// `ptr` is null or a live glibc allocation.
 pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let mut f = NEXT.load(Ordering::Acquire);
+    static GLIBC: AtomicUsize = AtomicUsize::new(0);
+    let mut f = GLIBC.load(Ordering::Acquire);
     if f == 0 {
-        // SAFETY: a NUL-terminated name; RTLD_NEXT finds glibc's definition.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc_usable_size".as_ptr()) } as usize;
-        NEXT.store(f, Ordering::Release);
+        // SAFETY: dlopen of the C library already loaded (RTLD_NOLOAD: no
+        // new load), then a lookup in it; both take NUL-terminated names.
+        f = unsafe {
+            let libc = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+            if libc.is_null() {
+                0
+            } else {
+                libc::dlsym(libc, c"malloc_usable_size".as_ptr()) as usize
+            }
+        };
+        GLIBC.store(f, Ordering::Release);
     }
     if f == 0 {
         return 0;

@@ -78,7 +78,9 @@ impl SharedLimit {
         for i in 0..SLOTS {
             let slot = shared.slot(i);
             let owner = slot.pid.load(Ordering::Acquire);
-            if (owner == 0 || (owner != pid && !alive(owner)))
+            // Free, a dead process's, or our own pid's: a slot this pid
+            // claimed before an exec (a forked child that exec'd) is stale.
+            if (owner == 0 || owner == pid || !alive(owner))
                 && slot
                     .pid
                     .compare_exchange(owner, pid, Ordering::AcqRel, Ordering::Acquire)

@@ -275,7 +275,8 @@ impl Machine {
         Ok(())
     }
 
-    /// The worker command, moved into the memcg before it runs.
+    /// The workload's command (the parent forks the workers, which stay in
+    /// its memcg), moved into the memcg before it runs.
     pub fn command(&self, w: &Workload) -> Command {
         let mut c = w.command();
         let path = self.procs_file.clone();
@@ -375,9 +376,8 @@ pub fn run_kernel(
     let before = vmstat()?;
     let rejects_before = Machine::reject_total();
     let mut pool_peak = 0u64;
-    let commands = (0..w.procs).map(|_| machine.command(w)).collect();
     let zram = matches!(swap, KernelSwap::Zram(_));
-    let run = run_workers(commands, |_| {
+    let run = run_workers(machine.command(w), w.procs, |_| {
         let now = if zram {
             Machine::zram_mem_used_max()
         } else {

@@ -13,7 +13,7 @@ use runtime::launch::{self, Launch};
 use runtime::settings::{format_size, Settings};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The workload: `procs` processes of `bytes_per_proc` each.
@@ -42,20 +42,22 @@ impl Workload {
         }
     }
 
+    /// usemem's command line: one parent forks `procs` workers.
     fn args(&self) -> Vec<String> {
         let mut a = vec![
-            "--bytes".to_string(),
-            self.bytes_per_proc.to_string(),
+            "-n".to_string(),
+            self.procs.to_string(),
             "--hold-ms".into(),
             self.hold_ms.to_string(),
         ];
         if self.read_back {
             a.push("--read-back".into());
         }
+        a.push(self.bytes_per_proc.to_string());
         a
     }
 
-    /// The worker's command line.
+    /// The command: a parent that forks every worker, as usemem does.
     pub fn command(&self) -> Command {
         let mut c = Command::new(&self.worker);
         c.args(self.args());
@@ -132,73 +134,84 @@ pub(crate) struct WorkerRun {
     pub verified: bool,
 }
 
-/// Starts every command at once, calls `tick` with the running pids about
-/// every 50 ms until all have exited, and parses their `usemem` lines.
+/// The processes descending from `pid` (from `/proc/PID/task/*/children`).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                out.push(c);
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Runs the workload's command (a parent that forks the workers), calls
+/// `tick` with the pids of its processes about every 50 ms until it has
+/// exited, and parses the workers' `usemem` lines (`procs` of them).
+/// Elapsed time and CPU are the whole job's, measured from outside.
 pub(crate) fn run_workers(
-    commands: Vec<Command>,
+    mut command: Command,
+    procs: usize,
     mut tick: impl FnMut(&[u32]),
 ) -> Result<WorkerRun, BenchError> {
     let (user0, sys0) = launch::children_cpu();
     let start = Instant::now();
-    let mut children: Vec<Child> = Vec::new();
-    for mut c in commands {
-        c.stdout(Stdio::piped());
-        match c.spawn() {
-            Ok(child) => children.push(child),
-            Err(e) => {
-                for mut ch in children {
-                    let _ = ch.kill();
-                    let _ = ch.wait();
-                }
-                return Err(BenchError::Params(format!("starting a worker: {e}")));
-            }
+    command.stdout(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .map_err(|e| BenchError::Params(format!("starting the workload: {e}")))?;
+    // Read the output as it comes: a pipe nobody drains would block the
+    // workers once full.
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        if let Some(o) = stdout.as_mut() {
+            let _ = o.read_to_string(&mut out);
         }
-    }
-    let mut statuses = vec![None; children.len()];
-    while statuses.iter().any(Option::is_none) {
-        let running: Vec<u32> = children
-            .iter()
-            .zip(&statuses)
-            .filter(|(_, s)| s.is_none())
-            .map(|(c, _)| c.id())
-            .collect();
-        tick(&running);
+        out
+    });
+    let status = loop {
+        if let Some(s) = child
+            .try_wait()
+            .map_err(|e| BenchError::Params(e.to_string()))?
+        {
+            break s;
+        }
+        let mut pids = vec![child.id()];
+        pids.extend(descendants(child.id()));
+        tick(&pids);
         std::thread::sleep(Duration::from_millis(50));
-        for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
-            if s.is_none() {
-                *s = c
-                    .try_wait()
-                    .map_err(|e| BenchError::Params(e.to_string()))?;
-            }
-        }
-    }
+    };
     let elapsed = start.elapsed();
     let (user1, sys1) = launch::children_cpu();
+    let out = reader.join().unwrap_or_default();
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("usemem ")).collect();
+    if lines.len() != procs {
+        use std::os::unix::process::ExitStatusExt;
+        let hint = if status.signal() == Some(libc::SIGKILL) || !status.success() {
+            " (a worker killed: under the kernel most likely by the memcg's OOM killer, see \
+             dmesg; the limit is too tight for this footprint, try a larger --limit)"
+        } else {
+            ""
+        };
+        return Err(BenchError::Params(format!(
+            "{} of {procs} workers reported; the workload exited with {status}{hint} (output: {out:?})",
+            lines.len()
+        )));
+    }
     let mut total_kbs = 0.0;
     let mut bytes = 0u64;
     let mut longest_us = 0u64;
-    let mut verified = true;
-    for (mut c, status) in children.into_iter().zip(statuses) {
-        let mut out = String::new();
-        if let Some(mut o) = c.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        let status = status.expect("every worker has exited");
-        let line = out
-            .lines()
-            .find(|l| l.starts_with("usemem "))
-            .ok_or_else(|| {
-                use std::os::unix::process::ExitStatusExt;
-                let hint = if status.signal() == Some(libc::SIGKILL) {
-                    " (killed: under the kernel most likely by the memcg's OOM killer, see \
-                     dmesg; the limit is too tight for this footprint, try a larger --limit)"
-                } else {
-                    ""
-                };
-                BenchError::Params(format!(
-                    "a worker exited with {status} without reporting{hint} (output: {out:?})"
-                ))
-            })?;
+    let mut verified = status.success();
+    for line in lines {
         let field = |name: &str| {
             line.split_whitespace()
                 .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
@@ -208,7 +221,7 @@ pub(crate) fn run_workers(
         total_kbs += field("kbs").parse::<f64>().unwrap_or(0.0);
         bytes += field("bytes").parse::<u64>().unwrap_or(0);
         longest_us = longest_us.max(field("write_us").parse::<u64>().unwrap_or(0));
-        verified &= status.success() && field("verified") != "no";
+        verified &= field("verified") != "no";
     }
     Ok(WorkerRun {
         total_kbs,
@@ -238,12 +251,11 @@ pub fn run_uzswap(
     };
     let dir =
         launch::new_stats_dir("uzswap-usemem").map_err(|e| BenchError::Params(e.to_string()))?;
-    let commands = (0..w.procs)
-        .map(|_| job.command(&dir))
-        .collect::<Result<Vec<_>, _>>()
+    let command = job
+        .command(&dir)
         .map_err(|e| BenchError::Params(e.to_string()))?;
     let mut pool_peak = 0u64;
-    let run = run_workers(commands, |pids| {
+    let run = run_workers(command, w.procs, |pids| {
         let pool: u64 = pids
             .iter()
             .filter_map(|&pid| launch::live_stats(pid).ok())
@@ -254,7 +266,8 @@ pub fn run_uzswap(
     let procs = launch::read_stats_dir(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     let total = |name: &str| procs.iter().map(|p| p.get(name)).sum::<u64>();
-    if procs.len() != w.procs {
+    // The workers, and the parent if it paged anything itself.
+    if procs.len() < w.procs {
         return Err(BenchError::Params(format!(
             "{} of {} workers reported uzswap counters",
             procs.len(),

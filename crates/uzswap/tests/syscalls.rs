@@ -4,7 +4,8 @@
 //! and iovecs in paged memory too), `recv` over a socketpair, `getrandom`,
 //! `stat` into paged memory, a path string in paged memory, `fread`/`fwrite`
 //! of 8 MiB blocks (glibc's own I/O paths), an `O_DIRECT` read, and a
-//! blocking `poll`/`read` whose buffer is pushed out while the call waits.
+//! blocking `poll`/`read` whose buffer is pushed out while the call waits,
+//! and (kernel faults handled only) an io_uring read.
 //! Every byte is checked by the program. Run with kernel faults handled
 //! (root), with the syscall guard (root, `--user-mode-only`) and as an
 //! unprivileged user.
@@ -86,6 +87,8 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
             .arg(&bin)
             .arg(&dir)
             .arg("64")
+            // io_uring buffers: covered with kernel faults handled only.
+            .args(extra.is_none().then_some("--io-uring"))
             .output()
             .unwrap();
         let f = stats(&dir);

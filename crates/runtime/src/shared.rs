@@ -45,6 +45,12 @@ fn alive(pid: u32) -> bool {
 impl SharedLimit {
     /// Maps `path` (created and sized if needed) and claims a slot.
     pub fn open(path: &Path) -> std::io::Result<Self> {
+        Self::open_as(path, std::process::id())
+    }
+
+    /// [`open`](Self::open) for process `pid`. One process image opens one
+    /// view; a slot already holding `pid` is that pid's before an exec.
+    fn open_as(path: &Path, pid: u32) -> std::io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -69,7 +75,6 @@ impl SharedLimit {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let pid = std::process::id();
         let mut shared = SharedLimit {
             base: ptr as *mut Slot,
             mine: usize::MAX,
@@ -163,8 +168,9 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let a = SharedLimit::open(&path).unwrap();
         a.publish(100);
-        // A second view in this process stands for another process.
-        let b = SharedLimit::open(&path).unwrap();
+        // A second view, as pid 1 (alive for as long as the system is),
+        // stands for another process.
+        let b = SharedLimit::open_as(&path, 1).unwrap();
         assert_ne!(a.mine, b.mine);
         b.publish(50);
         assert_eq!(a.total(), 150);
@@ -182,6 +188,24 @@ mod tests {
         drop(b);
         let c = SharedLimit::open(&path).unwrap();
         assert_eq!(c.total(), 0);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_slot_left_by_this_pid_before_an_exec_is_taken_over() {
+        let path = std::env::temp_dir().join(format!("uzswap-shared-exec-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let before_exec = SharedLimit::open(&path).unwrap();
+        before_exec.publish(300);
+        // The exec'd image never drops the old view: forget it.
+        let stale_slot = before_exec.mine;
+        std::mem::forget(before_exec);
+        let after_exec = SharedLimit::open(&path).unwrap();
+        assert_eq!(after_exec.mine, stale_slot);
+        assert_eq!(after_exec.total(), 0, "the stale 300 pages no longer count");
+        after_exec.publish(20);
+        assert_eq!(after_exec.total(), 20);
+        drop(after_exec);
         let _ = std::fs::remove_file(&path);
     }
 }

@@ -347,3 +347,45 @@ fn the_processes_of_a_run_share_its_limit() {
     // 16 MiB written in all against 4 MiB for both: pages went out.
     assert!(f["evicted_pages"] > 2 * 1024, "{f:?}");
 }
+
+/// Compiles `programs/NAME.c` into a temporary directory.
+fn compile_c(name: &str) -> PathBuf {
+    let bin = tempdir(name).join(name);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/{name}.c"))
+        .status()
+        .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
+    assert!(status.success());
+    bin
+}
+
+/// Issue 10's stale-address reproduction under `uzswap run`: a 1 MiB block
+/// mapped where a 7 MiB one was, then 65 MiB written and read back twice
+/// under a 16M limit. It must end, and every byte must be right.
+#[test]
+fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
+    let bin = compile_c("stalecheck");
+    let stats = tempdir("stale").join("stats");
+    let out = run_bounded(
+        &["--limit", "16M", "--stats-out", stats.to_str().unwrap()],
+        &[bin.to_str().unwrap()],
+        &[],
+        std::time::Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("stalecheck: ok"), "{}", text(&out.stdout));
+    let f: HashMap<String, u64> = runtime::report::parse(&std::fs::read_to_string(&stats).unwrap())
+        .into_iter()
+        .collect();
+    assert!(f["evicted_pages"] > 2 * 4096, "{f:?}");
+    assert_eq!(f["evict_failures"], 0, "{f:?}");
+}

@@ -8,7 +8,7 @@
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Processes one shared limit can hold.
 pub const SLOTS: usize = 512;
@@ -21,6 +21,10 @@ struct Slot {
 }
 
 const FILE_BYTES: usize = SLOTS * std::mem::size_of::<Slot>();
+
+/// Views this process image holds. A forked child inherits its parent's
+/// count (and forgets the parent's view); an exec starts again from 0.
+static VIEWS_IN_THIS_IMAGE: AtomicUsize = AtomicUsize::new(0);
 
 /// This process's view of a shared limit file.
 #[derive(Debug)]
@@ -44,13 +48,13 @@ fn alive(pid: u32) -> bool {
 
 impl SharedLimit {
     /// Maps `path` (created and sized if needed) and claims a slot.
+    ///
+    /// A slot holding our own pid is taken over only while this process
+    /// image has no view open: it was claimed by this pid before an exec (a
+    /// forked child that exec'd). Otherwise it is another view of this
+    /// image (two runtimes in one process) and stays its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        Self::open_as(path, std::process::id())
-    }
-
-    /// [`open`](Self::open) for process `pid`. One process image opens one
-    /// view; a slot already holding `pid` is that pid's before an exec.
-    fn open_as(path: &Path, pid: u32) -> std::io::Result<Self> {
+        let pid = std::process::id();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -85,7 +89,8 @@ impl SharedLimit {
             let owner = slot.pid.load(Ordering::Acquire);
             // Free, a dead process's, or our own pid's: a slot this pid
             // claimed before an exec (a forked child that exec'd) is stale.
-            if (owner == 0 || owner == pid || !alive(owner))
+            let stale_own = owner == pid && VIEWS_IN_THIS_IMAGE.load(Ordering::Acquire) == 0;
+            if (owner == 0 || stale_own || !alive(owner))
                 && slot
                     .pid
                     .compare_exchange(owner, pid, Ordering::AcqRel, Ordering::Acquire)
@@ -93,6 +98,7 @@ impl SharedLimit {
             {
                 slot.resident.store(0, Ordering::Release);
                 shared.mine = i;
+                VIEWS_IN_THIS_IMAGE.fetch_add(1, Ordering::AcqRel);
                 return Ok(shared);
             }
         }
@@ -152,6 +158,7 @@ impl SharedLimit {
 impl Drop for SharedLimit {
     fn drop(&mut self) {
         self.leave();
+        VIEWS_IN_THIS_IMAGE.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: unmapping the mapping made in `open`; no reference to it
         // outlives `self`.
         unsafe { libc::munmap(self.base as *mut libc::c_void, FILE_BYTES) };
@@ -162,15 +169,18 @@ impl Drop for SharedLimit {
 mod tests {
     use super::*;
 
+    /// The tests count views of this image: one at a time.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn processes_add_up_and_dead_ones_are_swept() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let path = std::env::temp_dir().join(format!("uzswap-shared-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let a = SharedLimit::open(&path).unwrap();
         a.publish(100);
-        // A second view, as pid 1 (alive for as long as the system is),
-        // stands for another process.
-        let b = SharedLimit::open_as(&path, 1).unwrap();
+        // A second view in this process stands for another process.
+        let b = SharedLimit::open(&path).unwrap();
         assert_ne!(a.mine, b.mine);
         b.publish(50);
         assert_eq!(a.total(), 150);
@@ -193,13 +203,16 @@ mod tests {
 
     #[test]
     fn a_slot_left_by_this_pid_before_an_exec_is_taken_over() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let path = std::env::temp_dir().join(format!("uzswap-shared-exec-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let before_exec = SharedLimit::open(&path).unwrap();
         before_exec.publish(300);
-        // The exec'd image never drops the old view: forget it.
+        // The exec'd image never drops the old view, and starts with no
+        // view open.
         let stale_slot = before_exec.mine;
         std::mem::forget(before_exec);
+        VIEWS_IN_THIS_IMAGE.fetch_sub(1, Ordering::AcqRel);
         let after_exec = SharedLimit::open(&path).unwrap();
         assert_eq!(after_exec.mine, stale_slot);
         assert_eq!(after_exec.total(), 0, "the stale 300 pages no longer count");

@@ -382,7 +382,11 @@ fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
         text(&out.stdout),
         text(&out.stderr)
     );
-    assert!(text(&out.stdout).contains("stalecheck: ok"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("stalecheck: ok"),
+        "{}",
+        text(&out.stdout)
+    );
     let f: HashMap<String, u64> = runtime::report::parse(&std::fs::read_to_string(&stats).unwrap())
         .into_iter()
         .collect();

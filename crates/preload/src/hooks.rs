@@ -360,3 +360,88 @@ pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
     // SAFETY: _exit's contract.
     unsafe { _exit(code) }
 }
+
+type SigmaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
+
+/// The next definition of `name` (glibc's), looked up once into `slot`.
+fn next_sigmask(slot: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> Option<SigmaskFn> {
+    use std::sync::atomic::Ordering;
+    let mut f = slot.load(Ordering::Acquire);
+    if f == 0 {
+        // SAFETY: a lookup of a NUL-terminated name after this library.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        slot.store(f, Ordering::Release);
+    }
+    // SAFETY: a non-null result of dlsym for a function of this type.
+    (f != 0).then(|| unsafe { std::mem::transmute::<usize, SigmaskFn>(f) })
+}
+
+/// `set` without SIGSYS where the syscall guard is still to go in: a
+/// thread blocking SIGSYS when the guard is installed (at the first region)
+/// would die at its first trap. Once in, the guard itself keeps SIGSYS
+/// unblocked (it traps `rt_sigprocmask`).
+///
+/// # Safety
+/// `set` is null or points to a sigset.
+unsafe fn sigsys_kept(
+    how: c_int,
+    set: *const libc::sigset_t,
+    copy: &mut libc::sigset_t,
+) -> *const libc::sigset_t {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !preload::guard_pending() {
+        return set;
+    }
+    // SAFETY: the caller's guarantee; `copy` is ours.
+    unsafe {
+        *copy = *set;
+        libc::sigdelset(copy, libc::SIGSYS);
+    }
+    copy
+}
+
+/// # Safety
+/// C `pthread_sigmask`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    oset: *mut libc::sigset_t,
+) -> c_int {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    no_unwind("pthread_sigmask", || {
+        // SAFETY: an all-zero sigset is a valid (empty) one.
+        let mut copy: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is the caller's, null or a sigset.
+        let set = unsafe { sigsys_kept(how, set, &mut copy) };
+        match next_sigmask(&NEXT, c"pthread_sigmask") {
+            // SAFETY: glibc's pthread_sigmask with the caller's arguments.
+            Some(f) => unsafe { f(how, set, oset) },
+            None => libc::ENOSYS,
+        }
+    })
+}
+
+/// # Safety
+/// C `sigprocmask`.
+#[no_mangle]
+pub unsafe extern "C" fn sigprocmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    oset: *mut libc::sigset_t,
+) -> c_int {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    no_unwind("sigprocmask", || {
+        // SAFETY: an all-zero sigset is a valid (empty) one.
+        let mut copy: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is the caller's, null or a sigset.
+        let set = unsafe { sigsys_kept(how, set, &mut copy) };
+        match next_sigmask(&NEXT, c"sigprocmask") {
+            // SAFETY: glibc's sigprocmask with the caller's arguments.
+            Some(f) => unsafe { f(how, set, oset) },
+            None => {
+                set_errno(libc::ENOSYS);
+                -1
+            }
+        }
+    })
+}

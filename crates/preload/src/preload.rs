@@ -163,35 +163,87 @@ impl guard::Pinner for RuntimePinner {
 
 static PINNER: RuntimePinner = RuntimePinner;
 
+/// Whether the syscall guard is needed (the userfaultfd is user-mode
+/// only) and not yet in place: set at load, cleared once installed.
+static GUARD_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The guard could not be installed (a thread of the program blocks
+/// SIGSYS): no region is made, the program's memory stays plain.
+static GUARD_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Where the userfaultfd can only handle the program's own faults (no
 /// root, `vm.unprivileged_userfaultfd=0`), the kernel cannot fault region
 /// pages in for a system call: the syscall guard (the `guard` crate) traps
 /// calls whose buffers lie in the region arena and pins and faults them in
-/// first. Installed now, before the program starts threads (a thread
-/// blocking SIGSYS at install time would die at its first trap).
-fn install_guard_if_needed(s: &Settings) {
+/// first.
+///
+/// It goes in with the first region, not at load: any seccomp filter makes
+/// every system call of the process slower (about 50 ns on this machine's
+/// VM, measured in BENCHMARKS.md), and a program that never makes a region
+/// has no system call to guard. One exception: a program exec'd by a
+/// guarded one inherits the filter (filters survive `execve`), which traps
+/// from the first instruction, so the handler goes in at load then.
+fn decide_guard(s: &Settings) {
     match runtime::launch::check_userfaultfd(s.user_mode_only) {
         Ok(runtime::FaultMode::KernelFaults) => {}
         Ok(runtime::FaultMode::UserModeOnly) => {
-            let arena = runtime::arena::global()
-                .unwrap_or_else(|e| die(&format!("cannot reserve the region arena: {e}")));
-            // The gate at the arena's first page, which regions never use:
-            // the same address in every process, so a filter inherited
-            // through exec allows it too.
-            let config = guard::GuardConfig {
-                gate: Some(arena.range().start),
-                ..guard::GuardConfig::default()
-            };
-            if let Err(e) = guard::install_with(arena.range(), &PINNER, config) {
-                die(&format!(
-                    "cannot install the syscall guard (needed without root for system calls on paged memory): {e}"
-                ));
+            GUARD_PENDING.store(true, Ordering::Release);
+            // SAFETY: PR_GET_SECCOMP takes no pointer; 2 = filter mode.
+            let filtered = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } == 2;
+            if filtered {
+                install_guard();
             }
         }
         // The runtime says why when it starts (at the first large
         // allocation); a program that makes none must still run.
         Err(_) => {}
     }
+}
+
+/// Installs the guard if it is still pending; false if regions must not
+/// be made (it could not be installed). Called with the thread busy, so
+/// its own allocations pass through; the first caller installs, the others
+/// wait for it.
+fn guard_ready() -> bool {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    if GUARD_PENDING.load(Ordering::Acquire) {
+        let _one = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
+        if GUARD_PENDING.load(Ordering::Acquire) {
+            install_guard();
+        }
+    }
+    !GUARD_REFUSED.load(Ordering::Acquire)
+}
+
+/// Whether the guard is still to go in (at the first region).
+pub fn guard_pending() -> bool {
+    GUARD_PENDING.load(Ordering::Acquire)
+}
+
+fn install_guard() {
+    let arena = runtime::arena::global()
+        .unwrap_or_else(|e| die(&format!("cannot reserve the region arena: {e}")));
+    // The gate at the arena's first page, which regions never use: the
+    // same address in every process, so a filter inherited through exec
+    // allows it too.
+    let config = guard::GuardConfig {
+        gate: Some(arena.range().start),
+        ..guard::GuardConfig::default()
+    };
+    match guard::install_with(arena.range(), &PINNER, config) {
+        Ok(_) => {}
+        // Installing now would kill those threads at their first trap:
+        // leave the program's memory plain (correct, not limited).
+        Err(guard::GuardError::SigsysBlocked(tids)) => {
+            GUARD_REFUSED.store(true, Ordering::Release);
+            eprintln!(
+                "uzswap: threads {tids:?} block SIGSYS, so the syscall guard (needed without root for system calls on paged memory) cannot go in: this program's memory is not paged"
+            );
+        }
+        Err(e) => die(&format!(
+            "cannot install the syscall guard (needed without root for system calls on paged memory): {e}"
+        )),
+    }
+    GUARD_PENDING.store(false, Ordering::Release);
 }
 
 /// Reads the settings from the environment; a bad one ends the program
@@ -217,7 +269,7 @@ pub fn load_settings() {
             if r != 0 {
                 die(&format!("pthread_atfork failed (errno {r})"));
             }
-            install_guard_if_needed(SETTINGS.get().expect("set just above"));
+            decide_guard(SETTINGS.get().expect("set just above"));
         }
         Err(e) => die(&format!("bad setting: {e}")),
     }
@@ -284,6 +336,9 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
         return None;
     }
     let _busy = enter()?;
+    if !guard_ready() {
+        return None;
+    }
     let p = get()?;
     let extra = if align > PAGE { align } else { 0 };
     let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;

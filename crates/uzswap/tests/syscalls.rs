@@ -143,3 +143,63 @@ fn syscalls_on_paged_memory_as_an_unprivileged_user() {
     assert!(runtime::report::get(&f, "guard_traps") > 0, "{f:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The guard goes in with the first region: a program with none has no
+/// seccomp filter (no cost on its system calls). A program whose threads
+/// block every signal before its first region still gets the guard (SIGSYS
+/// is kept out of blocked sets until then), and its read into evicted
+/// memory is right.
+#[test]
+fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
+    let dir = workdir("sigblock");
+    let bin = dir.join("sigblock");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-O2", "-pthread", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/sigblock.c"))
+        .status()
+        .unwrap_or_else(|e| panic!("{cc}: {e}"));
+    assert!(status.success());
+    let input = dir.join("input");
+    let bytes: Vec<u8> = (0..4usize << 20).map(|i| (i * 13) as u8).collect();
+    std::fs::write(&input, bytes).unwrap();
+
+    // No region: no filter.
+    let out = Command::new(UZSWAP)
+        .args(["run", "-q", "--user-mode-only", "--", "sh", "-c"])
+        .arg("grep Seccomp: /proc/$$/status")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Seccomp:\t0"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = Command::new(UZSWAP)
+        .args([
+            "run",
+            "-q",
+            "--user-mode-only",
+            "--limit",
+            "16M",
+            "--stats-out",
+        ])
+        .arg(dir.join("stats"))
+        .arg("--")
+        .arg(&bin)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("sigblock: ok"), "{stdout}");
+    assert!(stdout.contains("before: Seccomp:\t0"), "{stdout}");
+    assert!(stdout.contains("after: Seccomp:\t2"), "{stdout}");
+    let f = stats(&dir);
+    assert!(runtime::report::get(&f, "evicted_pages") > 4096, "{f:?}");
+    assert!(runtime::report::get(&f, "guard_traps") > 0, "{f:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,6 +42,7 @@
 //! waiting for the runtime (a region is dropped after its entry is removed),
 //! and the runtime's threads never take it.
 
+mod guarded_io;
 mod hooks;
 mod libc_alloc;
 mod preload;

@@ -351,7 +351,7 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     Some(user)
 }
 
-fn in_bounds(addr: usize, len: usize) -> bool {
+pub fn in_bounds(addr: usize, len: usize) -> bool {
     addr < HI.load(Ordering::Relaxed) && addr.saturating_add(len) > LO.load(Ordering::Relaxed)
 }
 

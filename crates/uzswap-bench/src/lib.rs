@@ -17,6 +17,7 @@ pub mod readahead;
 pub mod sizes;
 pub mod soak;
 pub mod store;
+pub mod syscalls;
 pub mod usemem;
 pub mod usemem30;
 pub mod zsfree;

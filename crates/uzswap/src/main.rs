@@ -152,6 +152,22 @@ enum Bench {
     /// usemem with threads of this process on runtime regions (no
     /// LD_PRELOAD): per-page vs batched store.
     UsememThreads(UsememArgs),
+    /// What the syscall guard costs a whole program: dd plain, with kernel
+    /// faults handled, and with the guard (--user-mode-only), interleaved.
+    Syscalls(SyscallsArgs),
+}
+
+#[derive(Args, Debug)]
+struct SyscallsArgs {
+    /// Blocks dd copies with bs=4k (small buffers: no region).
+    #[arg(long, default_value_t = 2_000_000)]
+    count_4k: u64,
+    /// Blocks dd copies with bs=1M (the buffer is a region).
+    #[arg(long, default_value_t = 40_000)]
+    count_1m: u64,
+    /// Rounds of the three runs (medians are reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
 }
 
 #[derive(Args, Debug)]
@@ -303,6 +319,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Compress(a))) => bench_compress(&a),
         Some(Command::Bench(Bench::Store(a))) => bench_store(&a),
         Some(Command::Bench(Bench::Readahead(a))) => bench_readahead(&a),
+        Some(Command::Bench(Bench::Syscalls(a))) => bench_syscalls(&a),
         Some(Command::Bench(Bench::Usemem(a))) => peer::usemem(&a),
         Some(Command::Bench(Bench::KernelPeer(a))) => peer::kernel_peer(&a),
         Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem(&a),
@@ -538,6 +555,38 @@ fn bench_store(a: &StoreArgs) -> Result<(), BenchError> {
         "GB/s",
         &uzswap_bench::plot::charts::store(&rows),
     );
+    Ok(())
+}
+
+fn bench_syscalls(a: &SyscallsArgs) -> Result<(), BenchError> {
+    use uzswap_bench::syscalls::{self, Shape, SyscallsParams};
+    let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
+    let params = SyscallsParams {
+        shapes: vec![
+            Shape {
+                bs: "4k",
+                count: a.count_4k,
+            },
+            Shape {
+                bs: "1M",
+                count: a.count_1m,
+            },
+        ],
+        reps: a.reps.max(1),
+        library: runtime::launch::find_library(&exe)
+            .map_err(|e| BenchError::Params(e.to_string()))?,
+    };
+    let progress = Progress::new(
+        "bench syscalls",
+        (params.shapes.len() * params.reps * syscalls::Mode::ALL.len()) as u64,
+    );
+    let rows = syscalls::run(&params, &progress)?;
+    progress.finish();
+    println!(
+        "dd if=/dev/zero of=/dev/null, median of {} interleaved rounds; CPU = user + system of every thread, from outside",
+        params.reps
+    );
+    println!("{}", syscalls::table(&rows));
     Ok(())
 }
 

@@ -1,0 +1,176 @@
+//! `uzswap bench syscalls`: what the syscall guard costs a whole program
+//! (issue 11). `dd` from /dev/zero to /dev/null, run plain, under
+//! `uzswap run` with kernel faults handled, and under `uzswap run
+//! --user-mode-only` (the syscall guard, as for an unprivileged user),
+//! interleaved, elapsed and CPU (user + system, every thread) timed from
+//! outside. Two shapes: `bs=4k` (small buffers, no region: the guard must
+//! not cost anything) and `bs=1M` (the buffer is a region: every `read`
+//! and `write` pins it).
+
+use crate::progress::Progress;
+use crate::{median, BenchError};
+use comfy_table::Table;
+use runtime::launch::{self, Launch};
+use runtime::Settings;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// How dd runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Plain,
+    KernelFaults,
+    Guard,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Plain, Mode::KernelFaults, Mode::Guard];
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::KernelFaults => "uzswap run (kernel faults)",
+            Mode::Guard => "uzswap run --user-mode-only (guard)",
+        }
+    }
+}
+
+/// One dd shape: block size and count.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub bs: &'static str,
+    pub count: u64,
+}
+
+/// Parameters of `uzswap bench syscalls`.
+#[derive(Debug, Clone)]
+pub struct SyscallsParams {
+    pub shapes: Vec<Shape>,
+    pub reps: usize,
+    pub library: PathBuf,
+}
+
+/// Medians of one shape and mode.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub bs: &'static str,
+    pub count: u64,
+    pub mode: Mode,
+    pub elapsed: f64,
+    pub cpu: f64,
+}
+
+/// Runs dd once; elapsed and user + system CPU of the whole process tree.
+fn run_once(shape: &Shape, mode: Mode, library: &PathBuf) -> Result<(f64, f64), BenchError> {
+    let args = vec![
+        "dd".to_string(),
+        "if=/dev/zero".into(),
+        "of=/dev/null".into(),
+        format!("bs={}", shape.bs),
+        format!("count={}", shape.count),
+    ];
+    let mut dir = None;
+    let mut cmd = match mode {
+        Mode::Plain => {
+            let mut c = std::process::Command::new(&args[0]);
+            c.args(&args[1..]);
+            c
+        }
+        Mode::KernelFaults | Mode::Guard => {
+            let settings = Settings {
+                user_mode_only: mode == Mode::Guard,
+                ..Settings::default()
+            };
+            let job = Launch {
+                share_limit: false,
+                settings,
+                library: library.clone(),
+                command: args,
+            };
+            let d = launch::new_stats_dir("uzswap-bench-syscalls")
+                .map_err(|e| BenchError::Params(e.to_string()))?;
+            let c = job
+                .command(&d)
+                .map_err(|e| BenchError::Params(e.to_string()))?;
+            dir = Some(d);
+            c
+        }
+    };
+    let (u0, s0) = launch::children_cpu();
+    let start = Instant::now();
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| BenchError::Params(format!("dd: {e}")))?;
+    let elapsed = start.elapsed();
+    let (u1, s1) = launch::children_cpu();
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    if !status.success() {
+        return Err(BenchError::Params(format!(
+            "dd ({}) failed: {status}",
+            mode.label()
+        )));
+    }
+    let cpu: Duration = (u1 - u0) + (s1 - s0);
+    Ok((elapsed.as_secs_f64(), cpu.as_secs_f64()))
+}
+
+/// Every shape, `reps` rounds of the three modes interleaved; medians.
+pub fn run(p: &SyscallsParams, progress: &Progress) -> Result<Vec<Row>, BenchError> {
+    launch::check_userfaultfd(false)?;
+    let mut rows = Vec::new();
+    for shape in &p.shapes {
+        let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(vec![], vec![]); Mode::ALL.len()];
+        for _ in 0..p.reps {
+            for (i, &mode) in Mode::ALL.iter().enumerate() {
+                let (e, c) = run_once(shape, mode, &p.library)?;
+                samples[i].0.push(e);
+                samples[i].1.push(c);
+                progress.step(&format!("bs={} {}", shape.bs, mode.label()));
+            }
+        }
+        for (i, (e, c)) in samples.into_iter().enumerate() {
+            rows.push(Row {
+                bs: shape.bs,
+                count: shape.count,
+                mode: Mode::ALL[i],
+                elapsed: median(e),
+                cpu: median(c),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// One line per shape and mode, with ratios to the plain run.
+pub fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL);
+    t.set_header(vec![
+        "dd",
+        "run",
+        "elapsed (s)",
+        "CPU user+sys (s)",
+        "elapsed / plain",
+        "CPU / plain",
+    ]);
+    for r in rows {
+        let plain = rows
+            .iter()
+            .find(|p| p.bs == r.bs && p.mode == Mode::Plain)
+            .expect("every shape has a plain row");
+        t.add_row(vec![
+            format!("bs={} count={}", r.bs, r.count),
+            r.mode.label().to_string(),
+            format!("{:.3}", r.elapsed),
+            format!("{:.3}", r.cpu),
+            format!("{:.3}x", r.elapsed / plain.elapsed),
+            format!("{:.3}x", r.cpu / plain.cpu),
+        ]);
+    }
+    t
+}

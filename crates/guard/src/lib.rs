@@ -143,8 +143,10 @@
 //! `SigBlk` (waiting up to 200 ms for threads being created, which block
 //! every signal until glibc's `start_thread` restores their mask) and fails
 //! with [`GuardError::SigsysBlocked`] rather than install. Install the guard
-//! early (the LD_PRELOAD library's constructor), before the program creates
-//! threads that block all signals.
+//! before the program creates threads that block all signals, or keep
+//! SIGSYS out of their masks until then (the LD_PRELOAD library installs it
+//! with the first region and strips SIGSYS from `pthread_sigmask` and
+//! `sigprocmask` sets before that).
 //! * SIGSYS must stay handled and unblocked: a seccomp trap while SIGSYS is
 //!   blocked or ignored makes the kernel reset it to the default action and
 //!   kill the process. With [`GuardConfig::protect_sigsys`] (default) the

@@ -61,8 +61,8 @@ macro_rules! next_or_enosys {
     ($slot:expr, $name:expr, $ty:ty, |$f:ident| $call:expr) => {{
         match next($slot, $name) {
             0 => c_result(-(libc::ENOSYS as isize)),
-            // SAFETY: dlsym's non-null result for a function of this type.
             p => {
+                // SAFETY: dlsym's non-null result for a function of this type.
                 let $f = unsafe { std::mem::transmute::<usize, $ty>(p) };
                 $call
             }

@@ -12,7 +12,7 @@ use crate::{median, BenchError};
 use comfy_table::Table;
 use runtime::launch::{self, Launch};
 use runtime::Settings;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ pub struct Row {
 }
 
 /// Runs dd once; elapsed and user + system CPU of the whole process tree.
-fn run_once(shape: &Shape, mode: Mode, library: &PathBuf) -> Result<(f64, f64), BenchError> {
+fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), BenchError> {
     let args = vec![
         "dd".to_string(),
         "if=/dev/zero".into(),
@@ -85,7 +85,7 @@ fn run_once(shape: &Shape, mode: Mode, library: &PathBuf) -> Result<(f64, f64), 
             let job = Launch {
                 share_limit: false,
                 settings,
-                library: library.clone(),
+                library: library.to_path_buf(),
                 command: args,
             };
             let d = launch::new_stats_dir("uzswap-bench-syscalls")

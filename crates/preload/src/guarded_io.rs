@@ -10,21 +10,11 @@
 //! A guarded call is not a pthread cancellation point (it does not pass
 //! through glibc's wrapper).
 
+use crate::libc_alloc::next_symbol;
 use crate::preload::{self, no_unwind};
 use libc::{c_int, c_void, off_t, size_t, ssize_t};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// The definition of `name` after this library's (glibc's), looked up once.
-fn next(slot: &AtomicUsize, name: &CStr) -> usize {
-    let mut f = slot.load(Ordering::Acquire);
-    if f == 0 {
-        // SAFETY: a lookup of a NUL-terminated name after this library.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-        slot.store(f, Ordering::Release);
-    }
-    f
-}
+use std::sync::atomic::AtomicUsize;
 
 /// Whether the call on `[buf, buf + len)` takes the guarded path.
 fn guarded(buf: *const c_void, len: size_t) -> bool {
@@ -45,11 +35,29 @@ fn c_result(ret: isize) -> ssize_t {
     }
 }
 
+/// System call `nr` with `args` through the guard when its buffer
+/// `[buf, buf + len)` is a region's; otherwise `glibc` called with glibc's
+/// `name` (looked up once into `slot`), or ENOSYS if there is none.
+///
 /// # Safety
-/// As for `guard::guarded_syscall`.
-unsafe fn guarded_call(nr: libc::c_long, args: [u64; 6]) -> ssize_t {
-    // SAFETY: the caller's guarantee.
-    c_result(unsafe { guard::guarded_syscall(nr, args) })
+/// `args` are the program's arguments of `nr`, and `glibc` calls `name`'s
+/// definition (given as an address) with the same arguments.
+unsafe fn call(
+    nr: libc::c_long,
+    args: [u64; 6],
+    (buf, len): (*const c_void, size_t),
+    (slot, name): (&AtomicUsize, &CStr),
+    glibc: impl FnOnce(usize) -> ssize_t,
+) -> ssize_t {
+    if guarded(buf, len) {
+        // SAFETY: the caller's guarantee; none of these calls leaves the
+        // frame.
+        return c_result(unsafe { guard::guarded_syscall(nr, args) });
+    }
+    match next_symbol(slot, name) {
+        0 => c_result(-(libc::ENOSYS as isize)),
+        f => glibc(f),
+    }
 }
 
 type ReadFn = unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t;
@@ -57,33 +65,19 @@ type WriteFn = unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t;
 type PreadFn = unsafe extern "C" fn(c_int, *mut c_void, size_t, off_t) -> ssize_t;
 type PwriteFn = unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssize_t;
 
-macro_rules! next_or_enosys {
-    ($slot:expr, $name:expr, $ty:ty, |$f:ident| $call:expr) => {{
-        match next($slot, $name) {
-            0 => c_result(-(libc::ENOSYS as isize)),
-            p => {
-                // SAFETY: dlsym's non-null result for a function of this type.
-                let $f = unsafe { std::mem::transmute::<usize, $ty>(p) };
-                $call
-            }
-        }
-    }};
-}
-
 /// # Safety
 /// C `read`.
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let args = [fd as u64, buf as u64, n as u64, 0, 0, 0];
     no_unwind("read", || {
-        if guarded(buf, n) {
-            // SAFETY: the program's own arguments.
-            return unsafe {
-                guarded_call(libc::SYS_read, [fd as u64, buf as u64, n as u64, 0, 0, 0])
-            };
+        // SAFETY: the program's arguments; `f` is glibc's read.
+        unsafe {
+            call(libc::SYS_read, args, (buf, n), (&NEXT, c"read"), |f| {
+                std::mem::transmute::<usize, ReadFn>(f)(fd, buf, n)
+            })
         }
-        // SAFETY: glibc's read with the caller's arguments.
-        next_or_enosys!(&NEXT, c"read", ReadFn, |f| unsafe { f(fd, buf, n) })
     })
 }
 
@@ -92,15 +86,14 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let args = [fd as u64, buf as u64, n as u64, 0, 0, 0];
     no_unwind("write", || {
-        if guarded(buf, n) {
-            // SAFETY: the program's own arguments.
-            return unsafe {
-                guarded_call(libc::SYS_write, [fd as u64, buf as u64, n as u64, 0, 0, 0])
-            };
+        // SAFETY: the program's arguments; `f` is glibc's write.
+        unsafe {
+            call(libc::SYS_write, args, (buf, n), (&NEXT, c"write"), |f| {
+                std::mem::transmute::<usize, WriteFn>(f)(fd, buf, n)
+            })
         }
-        // SAFETY: glibc's write with the caller's arguments.
-        next_or_enosys!(&NEXT, c"write", WriteFn, |f| unsafe { f(fd, buf, n) })
     })
 }
 
@@ -109,14 +102,14 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 #[no_mangle]
 pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let args = [fd as u64, buf as u64, n as u64, off as u64, 0, 0];
     no_unwind("pread", || {
-        if guarded(buf, n) {
-            let args = [fd as u64, buf as u64, n as u64, off as u64, 0, 0];
-            // SAFETY: the program's own arguments.
-            return unsafe { guarded_call(libc::SYS_pread64, args) };
+        // SAFETY: the program's arguments; `f` is glibc's pread.
+        unsafe {
+            call(libc::SYS_pread64, args, (buf, n), (&NEXT, c"pread"), |f| {
+                std::mem::transmute::<usize, PreadFn>(f)(fd, buf, n, off)
+            })
         }
-        // SAFETY: glibc's pread with the caller's arguments.
-        next_or_enosys!(&NEXT, c"pread", PreadFn, |f| unsafe { f(fd, buf, n, off) })
     })
 }
 
@@ -133,16 +126,18 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: of
 #[no_mangle]
 pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let args = [fd as u64, buf as u64, n as u64, off as u64, 0, 0];
     no_unwind("pwrite", || {
-        if guarded(buf, n) {
-            let args = [fd as u64, buf as u64, n as u64, off as u64, 0, 0];
-            // SAFETY: the program's own arguments.
-            return unsafe { guarded_call(libc::SYS_pwrite64, args) };
+        // SAFETY: the program's arguments; `f` is glibc's pwrite.
+        unsafe {
+            call(
+                libc::SYS_pwrite64,
+                args,
+                (buf, n),
+                (&NEXT, c"pwrite"),
+                |f| std::mem::transmute::<usize, PwriteFn>(f)(fd, buf, n, off),
+            )
         }
-        // SAFETY: glibc's pwrite with the caller's arguments.
-        next_or_enosys!(&NEXT, c"pwrite", PwriteFn, |f| unsafe {
-            f(fd, buf, n, off)
-        })
     })
 }
 

@@ -363,17 +363,13 @@ pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
 
 type SigmaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
 
-/// The next definition of `name` (glibc's), looked up once into `slot`.
+/// glibc's `name`, a sigmask function, looked up once into `slot`.
 fn next_sigmask(slot: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> Option<SigmaskFn> {
-    use std::sync::atomic::Ordering;
-    let mut f = slot.load(Ordering::Acquire);
-    if f == 0 {
-        // SAFETY: a lookup of a NUL-terminated name after this library.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-        slot.store(f, Ordering::Release);
+    match sys::next_symbol(slot, name) {
+        0 => None,
+        // SAFETY: dlsym's non-null result for a function of this type.
+        f => Some(unsafe { std::mem::transmute::<usize, SigmaskFn>(f) }),
     }
-    // SAFETY: a non-null result of dlsym for a function of this type.
-    (f != 0).then(|| unsafe { std::mem::transmute::<usize, SigmaskFn>(f) })
 }
 
 /// `set` without SIGSYS where the syscall guard is still to go in: a

@@ -76,6 +76,20 @@ pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
     unsafe { f(ptr) }
 }
 
+/// The definition of `name` after this library's (glibc's, for the C
+/// library's functions this library stands in for), looked up once into
+/// `slot`; 0 if there is none.
+pub fn next_symbol(slot: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> usize {
+    use std::sync::atomic::Ordering;
+    let mut f = slot.load(Ordering::Acquire);
+    if f == 0 {
+        // SAFETY: a lookup of a NUL-terminated name after this library.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        slot.store(f, Ordering::Release);
+    }
+    f
+}
+
 /// The library's own allocations: glibc directly.
 pub struct LibcAlloc;
 

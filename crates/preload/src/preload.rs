@@ -204,12 +204,9 @@ fn decide_guard(s: &Settings) {
 /// its own allocations pass through; the first caller installs, the others
 /// wait for it.
 fn guard_ready() -> bool {
-    static INSTALLING: Mutex<()> = Mutex::new(());
+    static INSTALL: std::sync::Once = std::sync::Once::new();
     if GUARD_PENDING.load(Ordering::Acquire) {
-        let _one = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
-        if GUARD_PENDING.load(Ordering::Acquire) {
-            install_guard();
-        }
+        INSTALL.call_once(install_guard);
     }
     !GUARD_REFUSED.load(Ordering::Acquire)
 }

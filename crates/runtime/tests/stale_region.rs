@@ -2,43 +2,10 @@
 //! would take the address): a region dropped, and a smaller one made at
 //! the same address, must not meet the old one's LRU records.
 
-use runtime::{Runtime, RuntimeConfig};
+use runtime::Runtime;
 
-const PAGE: usize = 4096;
-
-fn config(high_pages: usize) -> RuntimeConfig {
-    let swap = zswap::Config {
-        total_ram_bytes: 16 << 20,
-        max_pool_percent: 10, // a 1.6 MiB pool: part of the data goes to the swap file
-        swapfile_pages: 1 << 15,
-        ..zswap::Config::default()
-    };
-    RuntimeConfig {
-        swap,
-        high_bytes: high_pages * PAGE,
-        reclaim_batch: 32,
-        evict_folio_pages: 16,
-        ..RuntimeConfig::default()
-    }
-}
-
-/// Page `i`'s bytes at version `v`: text-like, so it compresses.
-fn fill(page: &mut [u8], i: usize, v: u64) {
-    let words: [&[u8]; 6] = [
-        b"swap ", b"page ", b"zswap ", b"folio ", b"entry ", b"memory ",
-    ];
-    let mut pos = 16;
-    let mut k = i;
-    while pos < page.len() {
-        let w = words[k % words.len()];
-        let n = w.len().min(page.len() - pos);
-        page[pos..pos + n].copy_from_slice(&w[..n]);
-        pos += n;
-        k = k.wrapping_mul(31).wrapping_add(7);
-    }
-    page[..8].copy_from_slice(&(i as u64).to_le_bytes());
-    page[8..16].copy_from_slice(&v.to_le_bytes());
-}
+mod common;
+use common::{config, fill, PAGE};
 
 /// Issue 10's second bug: a region dropped and a smaller one made at the
 /// same address must not meet the old one's LRU records.

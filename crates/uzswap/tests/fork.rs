@@ -5,35 +5,17 @@
 //! bounded in time (a hang fails the test).
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
-const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{as_nobody, compile_c, text, uzswap_for_any_user, PROGRAMS, UZSWAP};
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("uzswap-fork-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// Compiles `tests/programs/NAME.c` into `dir`.
-fn compile(name: &str, dir: &Path) -> PathBuf {
-    let bin = dir.join(name);
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-O2", "-pthread", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(format!("{PROGRAMS}/{name}.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("{cc} (installed by scripts/setup.sh): {e}"));
-    assert!(status.success(), "compiling {name}.c");
-    bin
 }
 
 /// `uzswap run ARGS --stats-out FILE -- CMD`, killed (with its process
@@ -105,7 +87,7 @@ fn assert_ok(out: &Output, line: &str) {
 #[test]
 fn forked_workers_allocate_write_and_verify_after_the_fork() {
     let dir = tempdir("workers");
-    let bin = compile("forkworkers", &dir);
+    let bin = compile_c("forkworkers", &dir);
     for workers in ["1", "2", "4"] {
         // Each worker writes 32 MiB twice under a 16 MiB limit for all.
         let (out, f) = run(
@@ -124,7 +106,7 @@ fn forked_workers_allocate_write_and_verify_after_the_fork() {
 #[test]
 fn children_see_the_parent_as_it_was_at_the_fork() {
     let dir = tempdir("snapshot");
-    let bin = compile("forkcheck", &dir);
+    let bin = compile_c("forkcheck", &dir);
     // 64 MiB in the parent, 8 times the limit: at the fork most of it is in
     // the pool or on the swap file; two children checksum all of it while
     // the parent rewrites it, then write to it themselves.
@@ -154,7 +136,7 @@ fn children_see_the_parent_as_it_was_at_the_fork() {
 #[test]
 fn children_see_pages_their_parent_wrote_to_the_swap_file() {
     let dir = tempdir("ondisk");
-    let bin = compile("forkcheck", &dir);
+    let bin = compile_c("forkcheck", &dir);
     // A pool of 1% of memory: most of the parent's pages are on the swap
     // file at the fork (frozen for the children).
     let (out, f) = run(
@@ -181,7 +163,7 @@ fn python_multiprocessing_fork_workers_read_the_parents_array() {
 #[test]
 fn forking_200_times_from_4_threads_mid_eviction_never_hangs() {
     let dir = tempdir("storm");
-    let bin = compile("forkstorm", &dir);
+    let bin = compile_c("forkstorm", &dir);
     let (out, f) = run(
         &["--limit", "16M"],
         &[bin.to_str().unwrap(), "200", "4", "8"],
@@ -194,7 +176,7 @@ fn forking_200_times_from_4_threads_mid_eviction_never_hangs() {
 #[test]
 fn vfork_posix_spawn_system_and_fork_exec_keep_working() {
     let dir = tempdir("spawn");
-    let bin = compile("spawncheck", &dir);
+    let bin = compile_c("spawncheck", &dir);
     let (out, _) = run(
         &["--limit", "16M"],
         &[bin.to_str().unwrap(), "64"],
@@ -211,7 +193,9 @@ fn forked_children_work_unprivileged_too() {
         let (out, _) = run(
             &["--limit", "8M"],
             &[
-                compile("forkcheck", &tempdir("nonroot")).to_str().unwrap(),
+                compile_c("forkcheck", &tempdir("nonroot"))
+                    .to_str()
+                    .unwrap(),
                 "48",
                 "2",
             ],
@@ -222,22 +206,9 @@ fn forked_children_work_unprivileged_too() {
     }
     // Copies nobody can read, and a folder it can write.
     let dir = tempdir("nobody");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let bin = compile("forkcheck", &dir);
-    let uz = dir.join("uzswap");
-    std::fs::copy(UZSWAP, &uz).unwrap();
-    std::fs::copy(
-        Path::new(UZSWAP).with_file_name("libuzswap_preload.so"),
-        dir.join("libuzswap_preload.so"),
-    )
-    .unwrap();
-    for p in [&uz, &bin] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&uz)
+    let bin = compile_c("forkcheck", &dir);
+    let uz = uzswap_for_any_user(&dir, &[&bin]);
+    let out = as_nobody(&uz)
         .args(["run", "-q", "--limit", "8M", "--swapfile-dir"])
         .arg(&dir)
         .arg("--")

@@ -6,22 +6,13 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
 const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
-const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
 
-fn library() -> PathBuf {
-    let lib = Path::new(UZSWAP).with_file_name("libuzswap_preload.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build it with `cargo build --workspace` (scripts/test.sh does)",
-        lib.display()
-    );
-    lib
-}
+mod common;
+use common::{as_nobody, compile_c, library, text, uzswap_for_any_user, PROGRAMS, UZSWAP};
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("uzswap-test-{name}-{}", std::process::id()));
@@ -48,10 +39,6 @@ fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, HashMap<String, u64>
     (out, fields)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// The program succeeded, said so, and its memory really went through the
 /// store: more pages evicted than the limit holds, and swapped back in.
 fn assert_paged(out: &Output, f: &HashMap<String, u64>, ok_line: &str, limit_pages: u64) {
@@ -74,16 +61,7 @@ fn assert_paged(out: &Output, f: &HashMap<String, u64>, ok_line: &str, limit_pag
 
 #[test]
 fn c_program_reads_back_every_byte_through_every_allocation_path() {
-    let dir = tempdir("c");
-    let bin = dir.join("pagecheck");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-O2", "-pthread", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(format!("{PROGRAMS}/pagecheck.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
-    assert!(status.success());
+    let bin = compile_c("pagecheck", &tempdir("c"));
     // 4 threads x 8 MiB plus 30 MiB of other allocations, 8 MiB resident.
     let (out, f) = run(&["--limit", "8M"], &[bin.to_str().unwrap(), "8", "4"], "c");
     assert_paged(&out, &f, "pagecheck: ok", 2048);
@@ -193,23 +171,12 @@ fn works_without_root() {
     let root = unsafe { libc::geteuid() } == 0;
     // Copies readable by any user, the library next to the binary.
     let dir = tempdir("nonroot");
-    let uz = dir.join("uzswap");
     let memcheck = dir.join("uzswap-memcheck");
-    std::fs::copy(UZSWAP, &uz).unwrap();
     std::fs::copy(MEMCHECK, &memcheck).unwrap();
-    std::fs::copy(library(), dir.join("libuzswap_preload.so")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    for p in [&uz, &memcheck] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    // Swap file, stats and sockets go here: writable by the other user.
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let uz = uzswap_for_any_user(&dir, &[&memcheck]);
     let mut cmd = if root {
         // Drop to nobody: the runtime must get by with UFFD_USER_MODE_ONLY.
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-        c.arg(&uz);
-        c
+        as_nobody(&uz)
     } else {
         Command::new(&uz)
     };
@@ -348,26 +315,12 @@ fn the_processes_of_a_run_share_its_limit() {
     assert!(f["evicted_pages"] > 2 * 1024, "{f:?}");
 }
 
-/// Compiles `programs/NAME.c` into a temporary directory.
-fn compile_c(name: &str) -> PathBuf {
-    let bin = tempdir(name).join(name);
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(format!("{PROGRAMS}/{name}.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
-    assert!(status.success());
-    bin
-}
-
 /// Issue 10's stale-address reproduction under `uzswap run`: a 1 MiB block
 /// mapped where a 7 MiB one was, then 65 MiB written and read back twice
 /// under a 16M limit. It must end, and every byte must be right.
 #[test]
 fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
-    let bin = compile_c("stalecheck");
+    let bin = compile_c("stalecheck", &tempdir("stale"));
     let stats = tempdir("stale").join("stats");
     let out = run_bounded(
         &["--limit", "16M", "--stats-out", stats.to_str().unwrap()],

@@ -13,12 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
-const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{as_nobody, compile_c, text, uzswap_for_any_user, UZSWAP};
 
 /// A folder of its own, writable by anyone, on the root file system
 /// (tmpfs has no O_DIRECT).
@@ -33,19 +29,6 @@ fn workdir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
     d
-}
-
-fn compile(dir: &Path) -> PathBuf {
-    let bin = dir.join("syscheck");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-O2", "-pthread", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(format!("{PROGRAMS}/syscheck.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("{cc}: {e}"));
-    assert!(status.success());
-    bin
 }
 
 fn stats(dir: &Path) -> Vec<(String, u64)> {
@@ -78,7 +61,7 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
         ("user mode + guard", Some("--user-mode-only")),
     ] {
         let dir = workdir(if extra.is_some() { "guard" } else { "kernel" });
-        let bin = compile(&dir);
+        let bin = compile_c("syscheck", &dir);
         let out = Command::new(UZSWAP)
             .args(["run", "-q", "--limit", "16M", "--stats-out"])
             .arg(dir.join("stats"))
@@ -110,22 +93,10 @@ fn syscalls_on_paged_memory_as_an_unprivileged_user() {
     if unsafe { libc::geteuid() } != 0 {
         return; // the test above ran unprivileged already
     }
-    use std::os::unix::fs::PermissionsExt;
     let dir = workdir("nobody");
-    let bin = compile(&dir);
-    let uz = dir.join("uzswap");
-    std::fs::copy(UZSWAP, &uz).unwrap();
-    std::fs::copy(
-        Path::new(UZSWAP).with_file_name("libuzswap_preload.so"),
-        dir.join("libuzswap_preload.so"),
-    )
-    .unwrap();
-    for p in [&uz, &bin] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&uz)
+    let bin = compile_c("syscheck", &dir);
+    let uz = uzswap_for_any_user(&dir, &[&bin]);
+    let out = as_nobody(&uz)
         .args(["run", "-q", "--limit", "16M", "--swapfile-dir"])
         .arg(&dir)
         .arg("--stats-out")
@@ -152,15 +123,7 @@ fn syscalls_on_paged_memory_as_an_unprivileged_user() {
 #[test]
 fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
     let dir = workdir("sigblock");
-    let bin = dir.join("sigblock");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-O2", "-pthread", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(format!("{PROGRAMS}/sigblock.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("{cc}: {e}"));
-    assert!(status.success());
+    let bin = compile_c("sigblock", &dir);
     let input = dir.join("input");
     let bytes: Vec<u8> = (0..4usize << 20).map(|i| (i * 13) as u8).collect();
     std::fs::write(&input, bytes).unwrap();

@@ -1,0 +1,63 @@
+//! What the `uzswap run` integration tests share: the binaries under test,
+//! C test programs compiled on demand, and runs as user `nobody`.
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const UZSWAP: &str = env!("CARGO_BIN_EXE_uzswap");
+pub const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The LD_PRELOAD library next to the `uzswap` binary.
+pub fn library() -> PathBuf {
+    let lib = Path::new(UZSWAP).with_file_name("libuzswap_preload.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: build it with `cargo build --workspace` (scripts/test.sh does)",
+        lib.display()
+    );
+    lib
+}
+
+/// Compiles `programs/NAME.c` into `dir/NAME`.
+pub fn compile_c(name: &str, dir: &Path) -> PathBuf {
+    let bin = dir.join(name);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-O2", "-pthread", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/{name}.c"))
+        .status()
+        .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
+    assert!(status.success(), "compiling {name}.c");
+    bin
+}
+
+/// Copies of `uzswap` and its library in `dir`, which any user can read
+/// and run (the build's may sit under /root), with `programs` (already in
+/// `dir`) made runnable too and `dir` writable by all (swap file, stats,
+/// sockets). Returns the copy of `uzswap`.
+pub fn uzswap_for_any_user(dir: &Path, programs: &[&Path]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let uz = dir.join("uzswap");
+    std::fs::copy(UZSWAP, &uz).unwrap();
+    std::fs::copy(library(), dir.join("libuzswap_preload.so")).unwrap();
+    for p in std::iter::once(uz.as_path()).chain(programs.iter().copied()) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    uz
+}
+
+/// `setpriv` running `program` as user nobody.
+pub fn as_nobody(program: &Path) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program);
+    c
+}

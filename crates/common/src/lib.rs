@@ -1,0 +1,28 @@
+//! # common — what every uzswap crate shares
+//!
+//! The kernel keeps these in `include/linux` and `arch/*/include`: one
+//! definition each, used by every subsystem. Here:
+//!
+//! * [`PAGE_SIZE`] / [`PAGE_SHIFT`]: the base page (x86-64 and arm64 4K
+//!   kernels). Every crate uses this one; none defines its own.
+//!
+//! This crate depends on nothing of uzswap's, so every other crate may
+//! depend on it.
+
+/// Bytes in a base page.
+pub const PAGE_SIZE: usize = 4096;
+/// `log2(PAGE_SIZE)`.
+pub const PAGE_SHIFT: u32 = PAGE_SIZE.trailing_zeros();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_size_is_the_machines() {
+        // SAFETY: sysconf has no preconditions.
+        let os = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        assert_eq!(os as usize, PAGE_SIZE);
+        assert_eq!(1usize << PAGE_SHIFT, PAGE_SIZE);
+    }
+}

@@ -5,9 +5,16 @@
 //!
 //! * [`PAGE_SIZE`] / [`PAGE_SHIFT`]: the base page (x86-64 and arm64 4K
 //!   kernels). Every crate uses this one; none defines its own.
+//! * [`counters!`]: typed counters — one documented list of names makes a
+//!   crate's live atomics, its snapshot struct, their text form and docs
+//!   ([`counters`]).
+//! * [`name_value`]: the `name value` text form (`/proc/vmstat`, reports).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
+
+pub mod counters;
+pub mod name_value;
 
 /// Bytes in a base page.
 pub const PAGE_SIZE: usize = 4096;

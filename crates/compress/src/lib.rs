@@ -151,18 +151,24 @@ impl FromStr for Algorithm {
     }
 }
 
-/// Counters a compressor keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompressorStats {
-    pub batches: u64,
-    pub pages: u64,
+common::counters! {
+    /// Counters a compressor keeps.
+    pub struct CompressorStats;
+    /// A compressor's live counters.
+    pub(crate) struct CompressorCounters;
+    /// Batches compressed or decompressed.
+    batches: u64,
+    /// Pages in those batches.
+    pages: u64,
     /// Items compressed in the caller because the queue was full.
-    pub fallback_queue_full: u64,
+    fallback_queue_full: u64,
     /// Items taken back by the caller after the batch's deadline.
-    pub fallback_deadline: u64,
+    fallback_deadline: u64,
     /// Items the caller compressed while waiting (`caller_helps`).
-    pub caller_helped: u64,
-    pub verify_failures: u64,
+    caller_helped: u64,
+    /// Compressed pages that did not decompress back to their input
+    /// (`verify` on).
+    verify_failures: u64,
 }
 
 /// The interface zswap uses (crypto acomp's role).

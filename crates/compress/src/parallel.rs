@@ -17,9 +17,9 @@ use crate::batch::{Batch, BatchItem, Op};
 use crate::claim::{Completion, Job};
 use crate::codec::Codec;
 use crate::sequential::{process_item, CtxPool};
-use crate::{Algorithm, CompressError, Compressor, CompressorStats};
+use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats};
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -224,17 +224,7 @@ struct Shared<C: Codec> {
     codec: C,
     verify: bool,
     caller_ctxs: CtxPool<C>,
-    stats: Counters,
-}
-
-#[derive(Default)]
-struct Counters {
-    batches: AtomicU64,
-    pages: AtomicU64,
-    fallback_queue_full: AtomicU64,
-    fallback_deadline: AtomicU64,
-    caller_helped: AtomicU64,
-    verify_failures: AtomicU64,
+    stats: CompressorCounters,
 }
 
 impl<C: Codec> Shared<C> {
@@ -285,7 +275,7 @@ impl<C: Codec> Parallel<C> {
             codec,
             verify: config.verify,
             caller_ctxs: CtxPool::new(),
-            stats: Counters::default(),
+            stats: CompressorCounters::new(),
         });
         let (tx, rx) = bounded::<Arc<Job>>(config.queue_depth);
         // A worker that cannot be started (out of threads) is left out: the
@@ -426,14 +416,6 @@ impl<C: Codec> Compressor for Parallel<C> {
     }
 
     fn stats(&self) -> CompressorStats {
-        let c = &self.shared.stats;
-        CompressorStats {
-            batches: c.batches.load(Ordering::Relaxed),
-            pages: c.pages.load(Ordering::Relaxed),
-            fallback_queue_full: c.fallback_queue_full.load(Ordering::Relaxed),
-            fallback_deadline: c.fallback_deadline.load(Ordering::Relaxed),
-            caller_helped: c.caller_helped.load(Ordering::Relaxed),
-            verify_failures: c.verify_failures.load(Ordering::Relaxed),
-        }
+        self.shared.stats.snapshot()
     }
 }

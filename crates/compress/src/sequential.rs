@@ -4,9 +4,9 @@
 
 use crate::batch::{Batch, BatchItem, Op};
 use crate::codec::{compress_page, decompress_exact, Codec};
-use crate::{Algorithm, CompressError, Compressor, CompressorStats};
+use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Contexts for whoever needs one; at most one per concurrent caller.
 pub(crate) struct CtxPool<C: Codec> {
@@ -101,8 +101,7 @@ fn verify_round_trip<C: Codec>(
 pub struct Sequential<C: Codec> {
     codec: C,
     ctxs: CtxPool<C>,
-    batches: AtomicU64,
-    pages: AtomicU64,
+    counters: CompressorCounters,
 }
 
 impl<C: Codec> Sequential<C> {
@@ -110,8 +109,7 @@ impl<C: Codec> Sequential<C> {
         Self {
             codec,
             ctxs: CtxPool::new(),
-            batches: AtomicU64::new(0),
-            pages: AtomicU64::new(0),
+            counters: CompressorCounters::new(),
         }
     }
 }
@@ -146,15 +144,11 @@ impl<C: Codec> Compressor for Sequential<C> {
                 process_item(&self.codec, ctx, op, item, false);
             }
         });
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.pages.fetch_add(n, Ordering::Relaxed);
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+        self.counters.pages.fetch_add(n, Ordering::Relaxed);
     }
 
     fn stats(&self) -> CompressorStats {
-        CompressorStats {
-            batches: self.batches.load(Ordering::Relaxed),
-            pages: self.pages.load(Ordering::Relaxed),
-            ..CompressorStats::default()
-        }
+        self.counters.snapshot()
     }
 }

@@ -506,15 +506,17 @@ impl<'s> PinSet<'s> {
 
     fn pin_new(&mut self, a: usize, b: usize, write: bool) {
         if self.n >= MAX_PINS {
-            bump(&counters::PIN_OVERFLOWS);
+            bump(&counters::LIVE.pin_overflows);
             return;
         }
-        bump(&counters::PIN_CALLS);
+        bump(&counters::LIVE.pin_calls);
         let t = self.st.pinner.pin(a, b - a, write);
         if t.len == 0 {
             return;
         }
-        counters::PINNED_BYTES.fetch_add(t.len as u64, Ordering::Relaxed);
+        counters::LIVE
+            .pinned_bytes
+            .fetch_add(t.len as u64, Ordering::Relaxed);
         // Keep only the arena part, page-aligned (a pinner returns a
         // sub-range of what was asked).
         let ts = t.addr.max(self.st.lo) & !(PAGE - 1);
@@ -557,14 +559,14 @@ impl<'s> PinSet<'s> {
             Buffer::Range { addr, len, access } => self.range(addr, len, access.kernel_writes()),
             Buffer::Registered { addr, len, access } => {
                 if let Some((a, e)) = self.clip(addr, len) {
-                    bump(&counters::REGISTERED);
+                    bump(&counters::LIVE.registered);
                     self.st.pinner.registered(a, e - a);
                     self.pin_pages(a, e, access.kernel_writes());
                 }
             }
             Buffer::Unknown { addr } => {
                 if self.in_arena(addr) {
-                    bump(&counters::UNKNOWN_BUFFERS);
+                    bump(&counters::LIVE.unknown_buffers);
                     self.range(addr, 1, true)
                 }
             }
@@ -624,13 +626,13 @@ pub unsafe fn guarded_syscall(nr: i64, args: [u64; 6]) -> isize {
 /// # Safety
 /// As for `guarded_syscall`.
 unsafe fn guarded(st: &State, nr: i64, args: &[u64; 6]) -> isize {
-    bump(&counters::GUARDED_CALLS);
+    bump(&counters::LIVE.guarded_calls);
     let mem = ProcMem::new();
     let mut pins = PinSet::new(st);
     let coverage = for_each_buffer(nr, args, &mem, &mut |b| pins.buffer(b, &mem));
     match coverage {
         Coverage::Known => {}
-        Coverage::Partial => bump(&counters::PARTIAL),
+        Coverage::Partial => bump(&counters::LIVE.partial),
         Coverage::Unknown => counters::note_unknown(nr),
     }
     // SAFETY: the program's own arguments, as it would have issued them.
@@ -671,7 +673,7 @@ fn emulate_sigprocmask(st: &State, uc: &mut libc::ucontext_t, args: &[u64; 6]) -
         new &= !UNBLOCKABLE;
         if st.protect_sigsys && new & SIGSYS_BIT != 0 {
             new &= !SIGSYS_BIT;
-            bump(&counters::SIGMASK_FIXES);
+            bump(&counters::LIVE.sigmask_fixes);
         }
         // SAFETY: as above.
         unsafe { mask_ptr.write(new) };
@@ -727,7 +729,7 @@ fn emulate_sigaction(st: &State, args: &[u64; 6]) -> isize {
         None
     };
     if ret == 0 && sig == libc::SIGSYS {
-        bump(&counters::SIGSYS_ACTIONS);
+        bump(&counters::LIVE.sigsys_actions);
         let old = chain_get();
         if oact != 0 {
             pins.range(oact, 32, true);
@@ -744,7 +746,7 @@ fn emulate_sigaction(st: &State, args: &[u64; 6]) -> isize {
         let mut local = new.unwrap_or_default();
         if local.mask & SIGSYS_BIT != 0 {
             local.mask &= !SIGSYS_BIT;
-            bump(&counters::SIGMASK_FIXES);
+            bump(&counters::LIVE.sigmask_fixes);
         }
         if oact != 0 {
             pins.range(oact, 32, true);
@@ -783,7 +785,7 @@ unsafe fn chain(
         h if h == libc::SIG_IGN && !seccomp => {}
         h if h == libc::SIG_DFL || h == libc::SIG_IGN => die(),
         h => {
-            bump(&counters::CHAINED);
+            bump(&counters::LIVE.chained);
             if act.flags & SA_RESETHAND != 0 {
                 chain_set(KSigaction::default());
             }
@@ -898,13 +900,13 @@ extern "C" fn on_sigsys(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut
     let ours = seccomp && si.errno == TRAP_DATA as i32 && si.arch == AUDIT_ARCH_X86_64;
     match (ours, st, uctx.is_null()) {
         (true, Some(st), false) => {
-            bump(&counters::TRAPS);
+            bump(&counters::LIVE.traps);
             // SAFETY: the kernel passes this thread's interrupted context.
             let uc = unsafe { &mut *(uctx as *mut libc::ucontext_t) };
             let ret = if si.call_addr == st.trampoline_ret {
                 // A filter that does not know our trampoline (inherited
                 // across execve): re-issuing would trap again forever.
-                bump(&counters::FOREIGN_TRAPS);
+                bump(&counters::LIVE.foreign_traps);
                 -(libc::ENOSYS as isize)
             } else {
                 let g = &uc.uc_mcontext.gregs;
@@ -1062,13 +1064,13 @@ mod tests {
     #[test]
     fn more_than_1024_ranges_overflow_and_are_counted() {
         let (st, p) = state(LO, 4096);
-        let before = counters::PIN_OVERFLOWS.load(Ordering::Relaxed);
+        let before = counters::LIVE.pin_overflows.load(Ordering::Relaxed);
         let mut set = PinSet::new(st);
         for i in 0..1030 {
             set.range(LO + 2 * i * PAGE, 1, i % 2 == 0); // never adjacent
         }
         assert_eq!(set.n, MAX_PINS);
-        assert!(counters::PIN_OVERFLOWS.load(Ordering::Relaxed) >= before + 6);
+        assert!(counters::LIVE.pin_overflows.load(Ordering::Relaxed) >= before + 6);
         set.release();
         assert!(p.all_released());
     }

@@ -180,7 +180,7 @@ pub mod nr;
 pub mod syscalls;
 pub mod trampoline;
 
-pub use counters::{counters, Counters};
+pub use counters::{counters, unknown_numbers, Counters};
 pub use filter::{IndirectPolicy, TRAP_DATA};
 pub use handler::{
     chain_handler_for_program, guarded_syscall, handler_installed, sanitize_sigset, PinToken,

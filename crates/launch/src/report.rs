@@ -1,12 +1,199 @@
-//! The text form of a running program's counters: one `name value` line
-//! each, like `/proc/vmstat`. The LD_PRELOAD library serves it on a Unix
-//! socket (`RUN_DIR/PID.sock`) and writes it at exit (`STATS_DIR/PID.stats`);
-//! `uzswap stats PID` and `uzswap run` read it back.
+//! A process's report: every counter of one preloaded program, typed.
+//!
+//! The preloaded program builds a [`ProcessReport`] from its live counters
+//! and writes its text form — one `name value` line each, like
+//! `/proc/vmstat` — on a Unix socket (`RUN_DIR/PID.sock`, read by
+//! `uzswap stats PID`) and at exit (`STATS_DIR/PID.stats`, read by
+//! `uzswap run`). Readers parse the text back into the same struct
+//! ([`ProcessReport::parse`]); a counter missing from the text is an error
+//! ([`ReportError`]), never a silent 0, and callers read fields
+//! (`report.swap.zswpout`), never names.
 
 use crate::settings::env;
+use common::counters::MissingCounter;
+use runtime::RuntimeStats;
 use std::path::PathBuf;
 
-/// Renders `(name, value)` pairs, one per line.
+common::counters! {
+    /// What the preloaded program holds: its settings in force and its
+    /// regions.
+    pub struct ProgramStats;
+    /// The preload library's live counters (`pid`, `limit_bytes` and
+    /// `folio_bytes` are filled in when a report is made).
+    pub struct ProgramCounters;
+    /// The process.
+    pid: u64,
+    /// The resident limit in force (`--limit`).
+    limit_bytes: u64,
+    /// The folio size in force (`--folio`).
+    folio_bytes: u64,
+    /// Regions held now.
+    regions: u64,
+    /// Bytes of those regions.
+    region_bytes: u64,
+    /// Regions made since start (allocations and mappings paged).
+    region_allocs: u64,
+    /// Regions released (freed, unmapped).
+    regions_released: u64,
+}
+
+/// Every counter of one process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessReport {
+    pub program: ProgramStats,
+    /// The syscall guard's counters, where its handler is installed
+    /// (user-mode-only userfaultfds); written with a `guard_` prefix.
+    pub guard: Option<guard::Counters>,
+    pub runtime: RuntimeStats,
+    /// The swap store's, in the kernel's names.
+    pub swap: zswap::Stats,
+}
+
+/// A report that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    #[error("report line {line}: {text:?} is not `name number`")]
+    Malformed { line: usize, text: String },
+    #[error("report: {0}")]
+    Missing(#[from] MissingCounter),
+}
+
+/// Prefix of the guard's counters in the text form.
+const GUARD_PREFIX: &str = "guard_";
+
+impl ProcessReport {
+    /// `(name, value)` of every counter, in a stable order: the text form's
+    /// lines.
+    pub fn fields(&self) -> Vec<(String, u64)> {
+        let named = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(n, x)| (n.to_string(), x));
+        let mut f: Vec<(String, u64)> = named(self.program.fields()).collect();
+        if let Some(g) = &self.guard {
+            f.extend(
+                g.fields()
+                    .into_iter()
+                    .map(|(n, x)| (format!("{GUARD_PREFIX}{n}"), x)),
+            );
+        }
+        f.extend(named(self.runtime.fields()));
+        f.extend(named(self.swap.fields()));
+        f
+    }
+
+    /// The text form.
+    pub fn render(&self) -> String {
+        render(&self.fields())
+    }
+
+    /// Reads [`ProcessReport::render`]'s form back. Every counter of every
+    /// section must be there (the guard's section is optional as a whole).
+    pub fn parse(text: &str) -> Result<Self, ReportError> {
+        let fields = parse(text)?;
+        let get = |name: &str| fields.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        let guarded = |name: &str| get(&format!("{GUARD_PREFIX}{name}"));
+        Ok(Self {
+            program: ProgramStats::from_fields(get)?,
+            guard: match guarded("traps") {
+                Some(_) => Some(guard::Counters::from_fields(guarded)?),
+                None => None,
+            },
+            runtime: RuntimeStats::from_fields(get)?,
+            swap: zswap::Stats::from_fields(get)?,
+        })
+    }
+}
+
+common::counters! {
+    /// How a whole run ended (`uzswap run --stats-out`'s first lines).
+    pub struct RunStats;
+    /// Unused: a run's figures are known at its end.
+    pub struct RunCounters;
+    /// Processes that used the runtime and wrote a report.
+    processes: u64,
+    /// The program's exit code (128 + signal if it was killed).
+    exit_code: u64,
+    /// Wall-clock time of the whole run, µs.
+    elapsed_us: u64,
+    /// User CPU time of the program and its children, µs.
+    user_us: u64,
+    /// System CPU time of the program and its children, µs.
+    sys_us: u64,
+}
+
+/// A whole run: how it ended, and its processes' counters summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunReport {
+    pub run: RunStats,
+    /// Every counter summed over the processes ([`ProcessReport::sum`]).
+    pub total: ProcessReport,
+}
+
+impl RunReport {
+    /// The text form: the run's lines, then the summed counters'.
+    pub fn render(&self) -> String {
+        let mut f: Vec<(String, u64)> = self
+            .run
+            .fields()
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        f.extend(self.total.fields());
+        render(&f)
+    }
+
+    pub fn parse(text: &str) -> Result<Self, ReportError> {
+        let fields = parse(text)?;
+        let get = |name: &str| fields.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        Ok(Self {
+            run: RunStats::from_fields(get)?,
+            total: ProcessReport::parse(text)?,
+        })
+    }
+}
+
+impl ProcessReport {
+    /// Counters summed over `reports`. The pid is 0; the limit and folio
+    /// are the largest of any process (they are settings, not counts); the
+    /// guard's section is there if any process had one; a state (a
+    /// `bool`) is true if it was in any process.
+    pub fn sum<'a>(reports: impl IntoIterator<Item = &'a ProcessReport>) -> ProcessReport {
+        let mut sums: Vec<(String, u64)> = ProcessReport::default().fields();
+        let (mut limit, mut folio, mut guarded) = (0, 0, false);
+        for r in reports {
+            limit = limit.max(r.program.limit_bytes);
+            folio = folio.max(r.program.folio_bytes);
+            guarded |= r.guard.is_some();
+            for (name, value) in r.fields() {
+                match sums.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, sum)) => *sum += value,
+                    None => sums.push((name, value)),
+                }
+            }
+        }
+        if !guarded {
+            sums.retain(|(n, _)| !n.starts_with(GUARD_PREFIX));
+        }
+        let mut total = ProcessReport::parse(&render(&sums))
+            .expect("a sum of reports has every counter of a report");
+        total.program.pid = 0;
+        total.program.limit_bytes = limit;
+        total.program.folio_bytes = folio;
+        total
+    }
+}
+
+/// The one-line meaning of a counter of the text form.
+pub fn meaning(name: &str) -> Option<&'static str> {
+    let find = |docs: &'static [(&'static str, &'static str)], name: &str| {
+        docs.iter().find(|(n, _)| *n == name).map(|&(_, d)| d)
+    };
+    find(RunStats::DOCS, name)
+        .or_else(|| find(ProgramStats::DOCS, name))
+        .or_else(|| find(guard::Counters::DOCS, name.strip_prefix(GUARD_PREFIX)?))
+        .or_else(|| find(RuntimeStats::DOCS, name))
+        .or_else(|| find(zswap::Stats::DOCS, name))
+}
+
+/// Renders `(name, value)` pairs, one `name value` line each.
 pub fn render(fields: &[(String, u64)]) -> String {
     let mut s = String::new();
     for (name, value) in fields {
@@ -18,23 +205,13 @@ pub fn render(fields: &[(String, u64)]) -> String {
     s
 }
 
-/// Reads [`render`]'s form back; lines that are not `name number` are
-/// skipped.
-pub fn parse(text: &str) -> Vec<(String, u64)> {
-    text.lines()
-        .filter_map(|line| {
-            let (name, value) = line.split_once(' ')?;
-            Some((name.to_string(), value.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-/// The value of `name` in parsed fields, 0 when absent.
-pub fn get(fields: &[(String, u64)], name: &str) -> u64 {
-    fields
-        .iter()
-        .find(|(n, _)| n == name)
-        .map_or(0, |(_, v)| *v)
+/// Reads [`render`]'s form back; a line that is not `name number` is an
+/// error.
+pub fn parse(text: &str) -> Result<Vec<(String, u64)>, ReportError> {
+    common::name_value::parse(text).map_err(|e| ReportError::Malformed {
+        line: e.line,
+        text: e.text,
+    })
 }
 
 /// Folder of the live-stats sockets: `$UZSWAP_RUN_DIR`, else
@@ -59,14 +236,89 @@ pub fn socket_path(pid: u32) -> PathBuf {
 mod tests {
     use super::*;
 
+    fn sample() -> ProcessReport {
+        let mut r = ProcessReport::default();
+        r.program.pid = 4242;
+        r.runtime.evicted_pages = 7;
+        r.runtime.kernel_faults = true;
+        r.swap.zswpout = 12;
+        r
+    }
+
     #[test]
-    fn fields_round_trip() {
-        let f = vec![("zswpout".to_string(), 12), ("pid".to_string(), 4242)];
-        let text = render(&f);
-        assert_eq!(text, "zswpout 12\npid 4242\n");
-        assert_eq!(parse(&text), f);
-        assert_eq!(get(&f, "pid"), 4242);
-        assert_eq!(get(&f, "absent"), 0);
-        assert_eq!(parse("garbage\nx y\nok 1\n"), vec![("ok".to_string(), 1)]);
+    fn reports_round_trip_with_and_without_the_guard() {
+        let r = sample();
+        assert_eq!(ProcessReport::parse(&r.render()), Ok(r));
+        let g = ProcessReport {
+            guard: Some(guard::Counters {
+                traps: 3,
+                ..Default::default()
+            }),
+            ..r
+        };
+        let text = g.render();
+        assert!(text.contains("\nguard_traps 3\n"), "{text}");
+        assert!(text.contains("\nzswpout 12\n"), "{text}");
+        assert_eq!(ProcessReport::parse(&text), Ok(g));
+    }
+
+    #[test]
+    fn runs_sum_their_processes_and_read_back() {
+        let a = sample();
+        let b = ProcessReport {
+            guard: Some(guard::Counters {
+                traps: 2,
+                ..Default::default()
+            }),
+            ..sample()
+        };
+        let total = ProcessReport::sum([&a, &b]);
+        assert_eq!(total.swap.zswpout, 24);
+        assert_eq!(total.runtime.evicted_pages, 14);
+        assert_eq!(total.guard.map(|g| g.traps), Some(2));
+        assert_eq!(total.program.pid, 0);
+        assert!(total.runtime.kernel_faults);
+        let run = RunReport {
+            run: RunStats {
+                processes: 2,
+                exit_code: 3,
+                ..Default::default()
+            },
+            total,
+        };
+        assert_eq!(RunReport::parse(&run.render()), Ok(run));
+        let none = ProcessReport::sum([]);
+        assert_eq!(none.guard, None);
+        assert_eq!(none.swap, zswap::Stats::default());
+    }
+
+    #[test]
+    fn every_counter_has_a_meaning() {
+        let g = ProcessReport {
+            guard: Some(guard::Counters::default()),
+            ..sample()
+        };
+        for (name, _) in g.fields() {
+            let m = meaning(&name).unwrap_or_else(|| panic!("{name} has no meaning"));
+            assert!(m.len() > 8, "{name}: {m:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_counter_is_an_error_not_a_zero() {
+        let text = sample().render().replace("zswpout 12\n", "");
+        let err = ProcessReport::parse(&text).unwrap_err();
+        assert_eq!(
+            err,
+            ReportError::Missing(MissingCounter {
+                section: "Stats",
+                name: "zswpout"
+            })
+        );
+        let err = ProcessReport::parse("pid x\n").unwrap_err();
+        assert!(
+            matches!(err, ReportError::Malformed { line: 1, .. }),
+            "{err}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! the library, checking that userfaultfd works for this user, passing the
 //! settings, and collecting every process's counters at the end.
 
-use crate::report;
+use crate::report::{self, ProcessReport, RunReport, RunStats};
 use crate::settings::{env, Settings};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -21,7 +21,7 @@ pub enum LaunchError {
     #[error("{0}")]
     Settings(#[from] crate::settings::SettingsError),
     #[error(transparent)]
-    Runtime(#[from] crate::RuntimeError),
+    Runtime(#[from] runtime::RuntimeError),
     #[error("no command to run")]
     NoCommand,
     #[error("cannot run {cmd}: {source}")]
@@ -61,25 +61,6 @@ pub fn find_library(exe: &Path) -> Result<PathBuf, LaunchError> {
         })
 }
 
-/// Checks that this user may create the userfaultfd the runtime needs;
-/// returns the mode the program's runtimes will get.
-pub fn check_userfaultfd(user_mode_only: bool) -> Result<crate::FaultMode, crate::RuntimeError> {
-    crate::uffd::open(user_mode_only).map(|(_, mode)| mode)
-}
-
-/// The counters one process wrote at exit.
-#[derive(Debug, Clone)]
-pub struct ProcessStats {
-    pub pid: u32,
-    pub fields: Vec<(String, u64)>,
-}
-
-impl ProcessStats {
-    pub fn get(&self, name: &str) -> u64 {
-        report::get(&self.fields, name)
-    }
-}
-
 /// How a program run ended.
 #[derive(Debug)]
 pub struct Outcome {
@@ -88,14 +69,33 @@ pub struct Outcome {
     /// User and system CPU time of the program and its children.
     pub user: Duration,
     pub sys: Duration,
-    /// Every process of the run that used the runtime, by pid.
-    pub processes: Vec<ProcessStats>,
+    /// The report of every process of the run that used the runtime, by
+    /// pid.
+    pub processes: Vec<ProcessReport>,
+    /// Report files that could not be read, with why (a process killed
+    /// while writing leaves none; a broken one is named here).
+    pub unreadable: Vec<String>,
 }
 
 impl Outcome {
-    /// A counter summed over the run's processes.
-    pub fn total(&self, name: &str) -> u64 {
-        self.processes.iter().map(|p| p.get(name)).sum()
+    /// A counter summed over the run's processes:
+    /// `outcome.total(|r| r.swap.zswpout)`.
+    pub fn total(&self, counter: impl Fn(&ProcessReport) -> u64) -> u64 {
+        self.processes.iter().map(counter).sum()
+    }
+
+    /// How the run ended and its counters summed (`--stats-out`).
+    pub fn report(&self) -> RunReport {
+        RunReport {
+            run: RunStats {
+                processes: self.processes.len() as u64,
+                exit_code: self.exit_code() as u64,
+                elapsed_us: self.elapsed.as_micros() as u64,
+                user_us: self.user.as_micros() as u64,
+                sys_us: self.sys.as_micros() as u64,
+            },
+            total: ProcessReport::sum(&self.processes),
+        }
     }
 
     /// The exit code to pass on: the program's, or 128 + its signal.
@@ -113,9 +113,10 @@ pub struct Launch {
     pub settings: Settings,
     pub library: PathBuf,
     pub command: Vec<String>,
-    /// The processes of the run share one limit, as a memcg's do (a file
-    /// in the stats folder); otherwise each process has its own.
-    pub share_limit: bool,
+    /// `--per-process-limit`: each process of the run has its own limit.
+    /// Otherwise they share one, as a memcg's processes do (a file in the
+    /// stats folder, [`Settings::shared_limit_file`]).
+    pub per_process_limit: bool,
 }
 
 /// User and system CPU time of this process's waited-for children so far.
@@ -141,8 +142,8 @@ impl Launch {
         };
         cmd.env("LD_PRELOAD", preload);
         let mut settings = self.settings.clone();
-        if self.share_limit && settings.shared_limit.is_none() {
-            settings.shared_limit = Some(stats_dir.join("shared-limit"));
+        if !self.per_process_limit && settings.shared_limit_file.is_none() {
+            settings.shared_limit_file = Some(stats_dir.join("shared-limit"));
         }
         for (k, v) in settings.to_vars() {
             cmd.env(k, v);
@@ -155,7 +156,7 @@ impl Launch {
     /// gathers every process's counters. `on_start` gets the child's pid.
     pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
         self.settings.validate()?;
-        check_userfaultfd(self.settings.user_mode_only)?;
+        runtime::probe_userfaultfd(self.settings.user_mode_only)?;
         let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.command(&dir)?;
         let (user0, sys0) = children_cpu();
@@ -171,7 +172,7 @@ impl Launch {
         })?;
         let elapsed = start.elapsed();
         let (user1, sys1) = children_cpu();
-        let processes = read_stats_dir(&dir);
+        let (processes, unreadable) = read_stats_dir(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         Ok(Outcome {
             status,
@@ -179,6 +180,7 @@ impl Launch {
             user: user1.saturating_sub(user0),
             sys: sys1.saturating_sub(sys0),
             processes,
+            unreadable,
         })
     }
 }
@@ -197,28 +199,28 @@ pub fn new_stats_dir(prefix: &str) -> Result<PathBuf, LaunchError> {
     Ok(dir)
 }
 
-/// Every `PID.stats` in `dir`, by pid.
-pub fn read_stats_dir(dir: &Path) -> Vec<ProcessStats> {
-    let mut out: Vec<ProcessStats> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let pid = name.strip_suffix(".stats")?.parse().ok()?;
-            let text = std::fs::read_to_string(e.path()).ok()?;
-            Some(ProcessStats {
-                pid,
-                fields: report::parse(&text),
-            })
-        })
-        .collect();
-    out.sort_by_key(|p| p.pid);
-    out
+/// Every `PID.stats` in `dir`, by pid; and those that could not be read.
+pub fn read_stats_dir(dir: &Path) -> (Vec<ProcessReport>, Vec<String>) {
+    let (mut reports, mut unreadable) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "stats") {
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match ProcessReport::parse(&text) {
+                Ok(r) => reports.push(r),
+                Err(e) => unreadable.push(format!("{}: {e}", path.display())),
+            },
+            Err(e) => unreadable.push(format!("{}: {e}", path.display())),
+        }
+    }
+    reports.sort_by_key(|r| r.program.pid);
+    (reports, unreadable)
 }
 
 /// Reads a running process's counters from its socket.
-pub fn live_stats(pid: u32) -> Result<Vec<(String, u64)>, String> {
+pub fn live_stats(pid: u32) -> Result<ProcessReport, String> {
     use std::io::Read;
     let path = report::socket_path(pid);
     match std::os::unix::net::UnixStream::connect(&path) {
@@ -226,7 +228,7 @@ pub fn live_stats(pid: u32) -> Result<Vec<(String, u64)>, String> {
             let mut text = String::new();
             s.read_to_string(&mut text)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            Ok(report::parse(&text))
+            ProcessReport::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
         }
         Err(e) => {
             let alive = Path::new(&format!("/proc/{pid}")).exists();

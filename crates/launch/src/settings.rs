@@ -2,16 +2,18 @@
 //! LD_PRELOAD library), carried from the command line to the program in
 //! `UZSWAP_*` environment variables.
 
-use crate::{InjectFailure, RuntimeConfig};
 use compress::{Algorithm, Backend, ParallelConfig};
+use runtime::{InjectFailure, RuntimeConfig};
 use std::path::PathBuf;
 use zswap::PAGE_SIZE;
 
-/// Environment variable names, one per setting.
+/// Environment variable names, one per setting; [`env::VARS`] pairs each
+/// with the `uzswap run` flag that sets it.
 pub mod env {
     pub const LIMIT: &str = "UZSWAP_LIMIT";
     pub const COMPRESSOR: &str = "UZSWAP_COMPRESSOR";
-    pub const BACKEND: &str = "UZSWAP_BACKEND";
+    /// Compress with worker threads (1) or page by page (0).
+    pub const PARALLEL: &str = "UZSWAP_PARALLEL";
     pub const FOLIO: &str = "UZSWAP_FOLIO";
     pub const MIN_ALLOC: &str = "UZSWAP_MIN_ALLOC";
     pub const MAX_POOL_PERCENT: &str = "UZSWAP_MAX_POOL_PERCENT";
@@ -22,7 +24,7 @@ pub mod env {
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
     /// File of a limit shared by the processes of one run.
-    pub const SHARED_LIMIT: &str = "UZSWAP_SHARED_LIMIT";
+    pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
     /// Handle user-mode faults only (the syscall guard's mode), even where
     /// kernel faults could be handled.
     pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
@@ -34,25 +36,61 @@ pub mod env {
     pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
     /// Folder of the live-stats sockets (`uzswap stats PID`).
     pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
-    /// Every variable above, for clearing and listing.
-    pub const ALL: [&str; 16] = [
-        LIMIT,
-        COMPRESSOR,
-        BACKEND,
-        FOLIO,
-        MIN_ALLOC,
-        MAX_POOL_PERCENT,
-        POOL_LIMIT,
-        WRITEBACK,
-        SWAPFILE_DIR,
-        SWAPFILE_SIZE,
-        TRACK_WRITES,
-        SHARED_LIMIT,
-        USER_MODE_ONLY,
-        INJECT_FAILURE,
-        STATS_DIR,
-        RUN_DIR,
+
+    /// A variable, and how a user of `uzswap run` sets it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Var {
+        pub name: &'static str,
+        /// The flag of `uzswap run` that sets it.
+        pub flag: Option<&'static str>,
+        /// Who sets it when no flag does.
+        pub set_by: &'static str,
+    }
+
+    const fn flag(name: &'static str, flag: &'static str) -> Var {
+        Var {
+            name,
+            flag: Some(flag),
+            set_by: "",
+        }
+    }
+
+    const fn other(name: &'static str, set_by: &'static str) -> Var {
+        Var {
+            name,
+            flag: None,
+            set_by,
+        }
+    }
+
+    /// Every variable, with its flag.
+    pub const VARS: [Var; 16] = [
+        flag(LIMIT, "--limit"),
+        flag(COMPRESSOR, "--compressor"),
+        flag(PARALLEL, "--parallel"),
+        flag(FOLIO, "--folio"),
+        flag(MIN_ALLOC, "--min-alloc"),
+        flag(MAX_POOL_PERCENT, "--max-pool-percent"),
+        flag(POOL_LIMIT, "--pool-limit"),
+        flag(WRITEBACK, "--no-writeback"),
+        flag(SWAPFILE_DIR, "--swapfile-dir"),
+        flag(SWAPFILE_SIZE, "--swapfile-size"),
+        flag(TRACK_WRITES, "--no-track-writes"),
+        // `uzswap run` makes the file unless asked for one limit per
+        // process.
+        flag(SHARED_LIMIT_FILE, "--per-process-limit"),
+        flag(USER_MODE_ONLY, "--user-mode-only"),
+        other(INJECT_FAILURE, "tests of the fatal path only"),
+        other(STATS_DIR, "`uzswap run`, for each run"),
+        other(RUN_DIR, "the user (default /tmp/uzswap-UID)"),
     ];
+
+    /// What sets variable `var`, for messages: its flag, or who sets it.
+    pub fn flag_of(var: &str) -> Option<&'static str> {
+        VARS.iter()
+            .find(|v| v.name == var)
+            .map(|v| v.flag.unwrap_or(v.name))
+    }
 }
 
 /// A bad setting; the message names the variable and the accepted values.
@@ -85,13 +123,13 @@ pub struct Settings {
     /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
     pub track_writes: bool,
     /// The limit applies to all processes mapping this file together
-    /// ([`crate::shared`]); `None`: to this process alone.
-    pub shared_limit: Option<PathBuf>,
+    /// (see the runtime's `shared.rs`); `None`: to this process alone.
+    pub shared_limit_file: Option<PathBuf>,
     /// Handle user-mode faults only, with the syscall guard, even where
     /// kernel faults could be handled.
     pub user_mode_only: bool,
     /// Tests of the fatal path only.
-    pub inject: Option<InjectFailure>,
+    pub inject_failure: Option<InjectFailure>,
 }
 
 impl Default for Settings {
@@ -108,9 +146,9 @@ impl Default for Settings {
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
             track_writes: true,
-            shared_limit: None,
+            shared_limit_file: None,
             user_mode_only: false,
-            inject: None,
+            inject_failure: None,
         }
     }
 }
@@ -175,12 +213,8 @@ impl Settings {
                 )
             })?;
         }
-        if let Some(v) = get(env::BACKEND) {
-            s.parallel = match v.as_str() {
-                "sequential" => false,
-                "parallel" => true,
-                _ => return Err(bad(env::BACKEND, &v, "sequential or parallel")),
-            };
+        if let Some(v) = get(env::PARALLEL) {
+            s.parallel = parse_bool(&v).ok_or_else(|| bad(env::PARALLEL, &v, "1 or 0"))?;
         }
         if let Some(v) = get(env::FOLIO) {
             s.folio_bytes = parse_size(&v).ok_or_else(|| bad(env::FOLIO, &v, "4K, 64K or 2M"))?;
@@ -208,8 +242,8 @@ impl Settings {
             s.swapfile_bytes =
                 parse_size(&v).ok_or_else(|| bad(env::SWAPFILE_SIZE, &v, "a size such as 4G"))?;
         }
-        if let Some(v) = get(env::SHARED_LIMIT) {
-            s.shared_limit = Some(PathBuf::from(v));
+        if let Some(v) = get(env::SHARED_LIMIT_FILE) {
+            s.shared_limit_file = Some(PathBuf::from(v));
         }
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
@@ -219,7 +253,7 @@ impl Settings {
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
         }
         if let Some(v) = get(env::INJECT_FAILURE) {
-            s.inject = Some(match v.as_str() {
+            s.inject_failure = Some(match v.as_str() {
                 "fault-panic" => InjectFailure::FaultHandlerPanic,
                 "reclaim-panic" => InjectFailure::ReclaimerPanic,
                 "runtime-fault" => InjectFailure::RuntimeThreadFault,
@@ -297,15 +331,7 @@ impl Settings {
         let mut vars = vec![
             (env::LIMIT, format_size(self.limit_bytes)),
             (env::COMPRESSOR, self.compressor.to_string()),
-            (
-                env::BACKEND,
-                if self.parallel {
-                    "parallel"
-                } else {
-                    "sequential"
-                }
-                .into(),
-            ),
+            (env::PARALLEL, u8::from(self.parallel).to_string()),
             (env::FOLIO, format_size(self.folio_bytes)),
             (env::MIN_ALLOC, format_size(self.min_alloc_bytes)),
             (env::MAX_POOL_PERCENT, self.max_pool_percent.to_string()),
@@ -314,8 +340,8 @@ impl Settings {
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
         ];
-        if let Some(p) = &self.shared_limit {
-            vars.push((env::SHARED_LIMIT, p.display().to_string()));
+        if let Some(p) = &self.shared_limit_file {
+            vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
         }
         if let Some(p) = self.pool_limit_bytes {
             vars.push((env::POOL_LIMIT, format_size(p)));
@@ -323,7 +349,7 @@ impl Settings {
         if self.user_mode_only {
             vars.push((env::USER_MODE_ONLY, "1".into()));
         }
-        if let Some(p) = self.inject {
+        if let Some(p) = self.inject_failure {
             let v = match p {
                 InjectFailure::FaultHandlerPanic => "fault-panic",
                 InjectFailure::ReclaimerPanic => "reclaim-panic",
@@ -353,13 +379,13 @@ impl Settings {
         let folio_pages = self.folio_bytes / PAGE_SIZE;
         RuntimeConfig {
             swap,
-            high_bytes: self.limit_bytes,
+            limit_bytes: self.limit_bytes,
             reclaim_batch: folio_pages.max(64),
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
-            shared_limit: self.shared_limit.clone(),
+            shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
-            inject: self.inject,
+            inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
     }
@@ -418,9 +444,9 @@ mod tests {
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
             track_writes: false,
-            shared_limit: Some("/dev/shm/x".into()),
+            shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
-            inject: Some(InjectFailure::ReclaimerPanic),
+            inject_failure: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
@@ -434,7 +460,7 @@ mod tests {
             (env::LIMIT, "lots"),
             (env::LIMIT, "1K"),
             (env::COMPRESSOR, "brotli"),
-            (env::BACKEND, "gpu"),
+            (env::PARALLEL, "gpu"),
             (env::FOLIO, "12K"),
             (env::FOLIO, "4M"),
             (env::MIN_ALLOC, "1"),
@@ -457,6 +483,29 @@ mod tests {
     }
 
     #[test]
+    fn every_variable_is_in_the_table_once_with_what_sets_it() {
+        let s = Settings {
+            pool_limit_bytes: Some(1 << 20),
+            shared_limit_file: Some("/x".into()),
+            user_mode_only: true,
+            inject_failure: Some(InjectFailure::FaultHandlerPanic),
+            ..Settings::default()
+        };
+        let names: Vec<&str> = env::VARS.iter().map(|v| v.name).collect();
+        for (var, _) in s.to_vars() {
+            assert!(names.contains(&var), "{var} is not in env::VARS");
+        }
+        for (i, v) in env::VARS.iter().enumerate() {
+            assert!(!names[..i].contains(&v.name), "{} twice", v.name);
+            assert!(v.name.starts_with("UZSWAP_"), "{}", v.name);
+            assert!(v.flag.is_some() || !v.set_by.is_empty(), "{}", v.name);
+            assert!(env::flag_of(v.name).is_some());
+        }
+        assert_eq!(env::flag_of(env::LIMIT), Some("--limit"));
+        assert_eq!(env::flag_of("UZSWAP_NOTHING"), None);
+    }
+
+    #[test]
     fn folio_size_sets_the_eviction_run() {
         let s = Settings {
             folio_bytes: 2 << 20,
@@ -465,7 +514,7 @@ mod tests {
         let cfg = s.runtime_config();
         assert_eq!(cfg.evict_folio_pages, 512);
         assert!(cfg.reclaim_batch >= cfg.evict_folio_pages);
-        assert_eq!(cfg.high_bytes, s.limit_bytes);
+        assert_eq!(cfg.limit_bytes, s.limit_bytes);
         cfg.swap.validate().unwrap();
     }
 }

@@ -18,9 +18,9 @@
 //!
 //! The runtime starts at the first large allocation (a program that makes
 //! none pays nothing), with the settings of the `UZSWAP_*` variables
-//! ([`runtime::Settings`]). Its counters are served on
+//! ([`launch::Settings`]). Its counters are served on
 //! `RUN_DIR/PID.sock` while the program runs and written to
-//! `STATS_DIR/PID.stats` at exit ([`runtime::report`]).
+//! `STATS_DIR/PID.stats` at exit ([`launch::report`]).
 //!
 //! ## Invariants
 //!

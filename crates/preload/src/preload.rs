@@ -1,7 +1,8 @@
 //! The process-wide state: settings, the runtime, and the table of regions
 //! handed to the program.
 
-use runtime::{Region, Runtime, Settings};
+use launch::Settings;
+use runtime::{Region, Runtime};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -183,7 +184,7 @@ static GUARD_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// guarded one inherits the filter (filters survive `execve`), which traps
 /// from the first instruction, so the handler goes in at load then.
 fn decide_guard(s: &Settings) {
-    match runtime::launch::check_userfaultfd(s.user_mode_only) {
+    match runtime::probe_userfaultfd(s.user_mode_only) {
         Ok(runtime::FaultMode::KernelFaults) => {}
         Ok(runtime::FaultMode::UserModeOnly) => {
             GUARD_PENDING.store(true, Ordering::Release);

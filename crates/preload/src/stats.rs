@@ -3,49 +3,34 @@
 //! by `uzswap run`).
 
 use crate::preload;
-use runtime::report;
-use runtime::settings::env;
+use launch::report::{self, ProcessReport, ProgramStats};
+use launch::settings::env;
 use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::Ordering;
 
-/// Every counter: the program's regions, the runtime's, the swap store's.
-pub fn fields() -> Vec<(String, u64)> {
-    let mut f = vec![("pid".to_string(), u64::from(std::process::id()))];
-    let Some(p) = preload::started() else {
-        return f;
-    };
-    let (regions, bytes) = preload::holdings();
-    f.extend([
-        ("limit_bytes".into(), p.settings.limit_bytes as u64),
-        ("folio_bytes".into(), p.settings.folio_bytes as u64),
-        ("regions".into(), regions),
-        ("region_bytes".into(), bytes),
-        (
-            "region_allocs".into(),
-            p.region_allocs.load(Ordering::Relaxed),
-        ),
-        (
-            "regions_released".into(),
-            p.regions_released.load(Ordering::Relaxed),
-        ),
-    ]);
-    if guard::handler_installed() {
-        let g = guard::counters();
-        f.extend([
-            ("guard_traps".into(), g.traps),
-            ("guard_guarded_calls".into(), g.guarded_calls),
-            ("guard_unknown_syscalls".into(), g.unknown_syscalls),
-            ("guard_pinned_bytes".into(), g.pinned_bytes),
-        ]);
-    }
-    let named = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(n, x)| (n.to_string(), x));
-    f.extend(named(p.runtime.stats().fields()));
-    f.extend(named(p.runtime.swap_stats().fields()));
-    f
+/// Every counter: the program's regions, the guard's, the runtime's, the
+/// swap store's. `None` before the runtime has started.
+pub fn report() -> Option<ProcessReport> {
+    let p = preload::started()?;
+    let (regions, region_bytes) = preload::holdings();
+    Some(ProcessReport {
+        program: ProgramStats {
+            pid: u64::from(std::process::id()),
+            limit_bytes: p.settings.limit_bytes as u64,
+            folio_bytes: p.settings.folio_bytes as u64,
+            regions,
+            region_bytes,
+            region_allocs: p.region_allocs.load(Ordering::Relaxed),
+            regions_released: p.regions_released.load(Ordering::Relaxed),
+        },
+        guard: guard::handler_installed().then(guard::counters),
+        runtime: p.runtime.stats(),
+        swap: p.runtime.swap_stats(),
+    })
 }
 
-/// Serves [`fields`] to every connection on `RUN_DIR/PID.sock`.
+/// Serves [`report`] to every connection on `RUN_DIR/PID.sock`.
 pub fn start_server() {
     let path = report::socket_path(std::process::id());
     if let Some(dir) = path.parent() {
@@ -61,7 +46,9 @@ pub fn start_server() {
         .name("uzswap/stats".into())
         .spawn(move || {
             for mut conn in listener.incoming().flatten() {
-                let _ = conn.write_all(report::render(&fields()).as_bytes());
+                if let Some(r) = report() {
+                    let _ = conn.write_all(r.render().as_bytes());
+                }
             }
         });
 }
@@ -82,7 +69,8 @@ pub fn write_exit_report() {
     if let Some(dir) = std::env::var_os(env::STATS_DIR) {
         let path = std::path::Path::new(&dir).join(format!("{pid}.stats"));
         let tmp = path.with_extension("tmp");
-        if std::fs::write(&tmp, report::render(&fields())).is_ok() {
+        let Some(r) = report() else { return };
+        if std::fs::write(&tmp, r.render()).is_ok() {
             let _ = std::fs::rename(&tmp, &path);
         }
     }

@@ -61,7 +61,7 @@ impl Inner {
     }
 
     fn handle(&self, event: Event, throttled: &mut Vec<usize>) {
-        if self.cfg.inject == Some(InjectFailure::FaultHandlerPanic) {
+        if self.cfg.inject_failure == Some(InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
         match event {
@@ -80,7 +80,7 @@ impl Inner {
                         let throttle = !by_runtime && self.over_ceiling();
                         if throttle {
                             op = op.defer_wake();
-                            self.env.counters.throttles.fetch_add(1, Ordering::Relaxed);
+                            self.env.counters.throttled_faults.fetch_add(1, Ordering::Relaxed);
                         }
                         self.drive(|cx| op.step(cx));
                         if throttle {

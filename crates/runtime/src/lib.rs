@@ -55,7 +55,6 @@ pub mod fatal;
 mod fault;
 pub mod fork;
 mod forkcell;
-pub mod launch;
 #[cfg(test)]
 mod model;
 mod pagemap;
@@ -63,10 +62,8 @@ pub mod protocol;
 mod reclaim;
 pub mod reentry;
 mod region;
-pub mod report;
 mod runtime;
-pub mod settings;
-pub mod shared;
+mod shared;
 mod sys;
 mod uffd;
 mod wakeup;
@@ -74,8 +71,13 @@ mod wakeup;
 pub use counters::RuntimeStats;
 pub use region::{PinGuard, Region};
 pub use runtime::{InjectFailure, Runtime, RuntimeConfig};
-pub use settings::Settings;
 pub use uffd::FaultMode;
+
+/// Checks that this process may create the userfaultfd a runtime needs
+/// (user-mode-only if asked); returns the mode its runtimes will get.
+pub fn probe_userfaultfd(user_mode_only: bool) -> Result<FaultMode, RuntimeError> {
+    uffd::open(user_mode_only).map(|(_, mode)| mode)
+}
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]

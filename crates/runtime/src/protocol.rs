@@ -339,11 +339,6 @@ pub enum Event {
     Unshared,
 }
 
-impl Event {
-    /// How many kinds of event there are.
-    pub const COUNT: usize = 14;
-}
-
 /// A failed kernel call, with the operation, range and errno.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{op} of {len} bytes at {addr:#x} failed: errno {errno} ({})", std::io::Error::from_raw_os_error(*.errno))]

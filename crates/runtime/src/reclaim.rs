@@ -14,7 +14,7 @@ use std::time::Duration;
 impl Inner {
     /// Residency past which faults wait for reclaim.
     fn ceiling(&self) -> usize {
-        self.high_pages + self.high_pages / 4 + self.cfg.reclaim_batch
+        self.limit_pages + self.limit_pages / 4 + self.cfg.reclaim_batch
     }
 
     pub(crate) fn reclaim_loop(&self) {
@@ -24,7 +24,7 @@ impl Inner {
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
-            while !self.stopping() && self.charged() > self.high_pages {
+            while !self.stopping() && self.charged() > self.limit_pages {
                 self.inject_failure();
                 let n = self.evict(self.cfg.reclaim_batch);
                 self.shrink_store();
@@ -38,7 +38,7 @@ impl Inner {
 
     /// Tests of the fatal path: fail as configured.
     fn inject_failure(&self) {
-        match self.cfg.inject {
+        match self.cfg.inject_failure {
             Some(InjectFailure::ReclaimerPanic) => panic!("injected panic in the reclaimer"),
             Some(InjectFailure::RuntimeThreadFault) => {
                 // A page that is not mapped (untouched or swapped out): the
@@ -79,7 +79,7 @@ impl Inner {
     /// itself never waits: it must stay free to serve every other fault.
     pub(crate) fn over_ceiling(&self) -> bool {
         let charged = self.charged();
-        if charged > self.high_pages {
+        if charged > self.limit_pages {
             self.env.live().reclaim_wake.kick();
         }
         charged > self.ceiling()

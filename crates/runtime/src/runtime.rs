@@ -21,7 +21,7 @@ use zswap::Swap;
 pub struct RuntimeConfig {
     pub swap: zswap::Config,
     /// Resident bytes above which pages are reclaimed (`memory.high`).
-    pub high_bytes: usize,
+    pub limit_bytes: usize,
     /// Pages evicted per reclaim step.
     pub reclaim_batch: usize,
     /// Longest run of neighbouring pages evicted as one folio (and mapped
@@ -35,13 +35,13 @@ pub struct RuntimeConfig {
     pub aging_interval: Duration,
     /// A limit file shared with other processes ([`crate::shared`]): the
     /// limit applies to their resident pages and ours together.
-    pub shared_limit: Option<std::path::PathBuf>,
+    pub shared_limit_file: Option<std::path::PathBuf>,
     /// Open the userfaultfd in user-mode-only mode even where kernel
     /// faults could be handled (to test the syscall guard's mode as root).
     pub user_mode_only: bool,
     /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
-    pub inject: Option<InjectFailure>,
+    pub inject_failure: Option<InjectFailure>,
 }
 
 /// A failure injected to test the fatal path.
@@ -61,14 +61,14 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
             swap: zswap::Config::default(),
-            high_bytes: 512 << 20,
+            limit_bytes: 512 << 20,
             reclaim_batch: 64,
             evict_folio_pages: 16,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
-            shared_limit: None,
+            shared_limit_file: None,
             user_mode_only: false,
-            inject: None,
+            inject_failure: None,
         }
     }
 }
@@ -85,7 +85,7 @@ pub(crate) struct Inner {
     pub env: RealEnv,
     pub tun: Tunables,
     pub cfg: RuntimeConfig,
-    pub high_pages: usize,
+    pub limit_pages: usize,
     pub stop: AtomicBool,
     /// The reclaimer's last pass evicted nothing (the store refuses, or
     /// nothing is evictable): throttled faults must not wait for it.
@@ -234,7 +234,7 @@ pub(crate) fn new_live(
 ) -> Result<(Live, FaultMode), RuntimeError> {
     let (uffd, mode) = crate::uffd::open(user_mode_only)?;
     let shared =
-        match &cfg.shared_limit {
+        match &cfg.shared_limit_file {
             Some(path) => Some(SharedLimit::open(path).map_err(|e| {
                 RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
             })?),
@@ -282,7 +282,7 @@ pub struct Runtime {
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("high_pages", &self.inner.high_pages)
+            .field("limit_pages", &self.inner.limit_pages)
             .field("mode", &self.inner.env.mode)
             .finish_non_exhaustive()
     }
@@ -300,16 +300,16 @@ impl Runtime {
     /// Its shrinker runs on the runtime's reclaimer if the store has no
     /// thread of its own for it.
     pub fn with_store(cfg: RuntimeConfig, swap: Arc<Swap>) -> Result<Self, RuntimeError> {
-        if cfg.reclaim_batch == 0 || cfg.evict_folio_pages == 0 || cfg.high_bytes < PAGE {
+        if cfg.reclaim_batch == 0 || cfg.evict_folio_pages == 0 || cfg.limit_bytes < PAGE {
             return Err(RuntimeError::Config(
-                "high_bytes >= 4096, reclaim_batch and evict_folio_pages >= 1".into(),
+                "limit_bytes >= 4096, reclaim_batch and evict_folio_pages >= 1".into(),
             ));
         }
         crate::fatal::install_panic_hook();
         crate::fork::register_handlers();
         crate::arena::global()?;
         let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only)?;
-        let high_pages = cfg.high_bytes / PAGE;
+        let limit_pages = cfg.limit_bytes / PAGE;
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -317,11 +317,11 @@ impl Runtime {
             tun: Tunables {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
-                workingset_pages: high_pages as u64,
+                workingset_pages: limit_pages as u64,
                 #[cfg(test)]
                 flaw: None,
             },
-            high_pages,
+            limit_pages,
             cfg,
             stop: AtomicBool::new(false),
             reclaim_stalled: AtomicBool::new(false),
@@ -355,10 +355,10 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         RuntimeStats {
             resident_pages: self.inner.lock().resident as u64,
-            high_pages: self.inner.high_pages as u64,
+            limit_pages: self.inner.limit_pages as u64,
             write_tracking: self.inner.env.live().pagemap.is_some(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
-            ..RuntimeStats::from_counters(&self.inner.env.counters)
+            ..self.inner.env.counters.snapshot()
         }
     }
 

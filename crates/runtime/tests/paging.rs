@@ -49,7 +49,7 @@ fn eight_times_the_limit_reads_back_byte_for_byte() {
     assert!(z.zswpout > 0 && z.zswpin + z.pswpin > 0, "{z}");
     assert!(z.swpout_zero > 0, "zero pages take no pool memory: {z}");
     assert!(
-        z.zswpwb > 0 || z.pswpout > 0,
+        z.written_back_pages > 0 || z.pswpout > 0,
         "part went to the swap file: {z}"
     );
 }
@@ -254,7 +254,7 @@ fn two_runtimes_share_one_limit() {
     let path = std::env::temp_dir().join(format!("uzswap-shared-test-{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let a = Runtime::new(RuntimeConfig {
-        shared_limit: Some(path.clone()),
+        shared_limit_file: Some(path.clone()),
         ..config(256)
     })
     .unwrap();
@@ -262,7 +262,7 @@ fn two_runtimes_share_one_limit() {
     // A's reclaim can bring the pair under the shared limit, so A must
     // give up pages for B's — whatever the scheduling.
     let mut cb = RuntimeConfig {
-        shared_limit: Some(path.clone()),
+        shared_limit_file: Some(path.clone()),
         ..config(256)
     };
     cb.swap.writeback = false;

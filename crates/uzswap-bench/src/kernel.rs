@@ -8,7 +8,7 @@
 
 use crate::usemem30::{run_workers, Measured, System, Workload};
 use crate::BenchError;
-use runtime::settings::format_size;
+use launch::format_size;
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -65,17 +65,17 @@ fn run_tool(tool: &str, args: &[&str]) -> Result<(), BenchError> {
 
 /// `/proc/vmstat` counters.
 pub fn vmstat() -> Result<Vec<(String, u64)>, BenchError> {
-    Ok(read(Path::new("/proc/vmstat"))?
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect())
+    common::name_value::parse(&read(Path::new("/proc/vmstat"))?)
+        .map_err(|e| err(format!("/proc/vmstat: {e}")))
 }
 
-fn counter(stats: &[(String, u64)], name: &str) -> u64 {
-    stats.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v)
+/// A `/proc/vmstat` counter; one this kernel lacks is an error.
+fn counter(stats: &[(String, u64)], name: &str) -> Result<u64, BenchError> {
+    common::name_value::get(stats, name).ok_or_else(|| {
+        err(format!(
+            "/proc/vmstat has no {name} (a kernel without zswap?)"
+        ))
+    })
 }
 
 /// `Zswap:` of `/proc/meminfo`, in bytes.
@@ -386,7 +386,9 @@ pub fn run_kernel(
         pool_peak = pool_peak.max(now);
     })?;
     let after = vmstat()?;
-    let delta = |name: &str| counter(&after, name).saturating_sub(counter(&before, name));
+    let delta = |name: &str| -> Result<u64, BenchError> {
+        Ok(counter(&after, name)?.saturating_sub(counter(&before, name)?))
+    };
     let rejects = Machine::reject_total().saturating_sub(rejects_before);
     if zram {
         pool_peak = pool_peak.max(Machine::zram_mem_used_max());
@@ -406,10 +408,10 @@ pub fn run_kernel(
         elapsed: run.elapsed,
         user: run.user,
         sys: run.sys,
-        zswpout: delta("zswpout"),
-        zswpin: delta("zswpin"),
-        pswpout: delta("pswpout"),
-        pswpin: delta("pswpin"),
+        zswpout: delta("zswpout")?,
+        zswpin: delta("zswpin")?,
+        pswpout: delta("pswpout")?,
+        pswpin: delta("pswpin")?,
         rejects,
         pool_peak_bytes: pool_peak,
         verified: run.verified,

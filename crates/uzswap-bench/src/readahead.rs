@@ -254,7 +254,7 @@ const METRICS: [Metric; 8] = [
     },
     Metric {
         name: "written back (pages)",
-        value: |r| r.stats.zswpwb as f64,
+        value: |r| r.stats.written_back_pages as f64,
         decimals: 0,
         seed: "",
     },
@@ -308,7 +308,7 @@ mod tests {
         );
         assert!(bypass.stats.zswpin < always.stats.zswpin);
         assert!(
-            always.stats.pswpin > 0 && always.stats.zswpwb > 0,
+            always.stats.pswpin > 0 && always.stats.written_back_pages > 0,
             "faults hit both zswap and disk"
         );
         assert!(table(&rows).to_string().contains("zswap-in"));

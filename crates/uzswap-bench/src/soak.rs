@@ -251,7 +251,7 @@ fn round(
     let swap = Swap::with_device(swap_cfg.clone(), dev)?;
     let cfg = RuntimeConfig {
         swap: swap_cfg,
-        high_bytes: p.limit_pages * PAGE_SIZE,
+        limit_bytes: p.limit_pages * PAGE_SIZE,
         reclaim_batch: folio.max(32),
         evict_folio_pages: folio,
         track_writes: true,

@@ -10,8 +10,7 @@
 use crate::progress::Progress;
 use crate::{median, BenchError};
 use comfy_table::Table;
-use runtime::launch::{self, Launch};
-use runtime::Settings;
+use launch::{Launch, Settings};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -83,7 +82,7 @@ fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), Ben
                 ..Settings::default()
             };
             let job = Launch {
-                share_limit: false,
+                per_process_limit: true,
                 settings,
                 library: library.to_path_buf(),
                 command: args,
@@ -121,7 +120,7 @@ fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), Ben
 
 /// Every shape, `reps` rounds of the three modes interleaved; medians.
 pub fn run(p: &SyscallsParams, progress: &Progress) -> Result<Vec<Row>, BenchError> {
-    launch::check_userfaultfd(false)?;
+    runtime::probe_userfaultfd(false)?;
     let mut rows = Vec::new();
     for shape in &p.shapes {
         let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(vec![], vec![]); Mode::ALL.len()];

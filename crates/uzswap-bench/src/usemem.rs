@@ -2,7 +2,7 @@
 //! of realistic pages into memory limited to L, so most of it is swapped
 //! out through zswap; optionally read back and verified. Here the memory is
 //! a [`runtime::Region`] per thread (in-process: `uzswap run` for external
-//! programs is still to come), and the limit is the runtime's `high_bytes`.
+//! programs is still to come), and the limit is the runtime's `limit_bytes`.
 //!
 //! Each compressor runs twice: zswap storing folios page by page
 //! (`store_batch` 1) and in batches of 8, on the chosen compressor backend;
@@ -105,7 +105,7 @@ fn run_one(
     };
     let cfg = RuntimeConfig {
         swap,
-        high_bytes: p.limit_bytes,
+        limit_bytes: p.limit_bytes,
         reclaim_batch: 64,
         evict_folio_pages: p.folio_pages,
         ..RuntimeConfig::default()

@@ -9,8 +9,7 @@
 
 use crate::{BenchError, Progress};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
-use runtime::launch::{self, Launch};
-use runtime::settings::{format_size, Settings};
+use launch::{format_size, Launch, Settings};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -263,9 +262,9 @@ pub fn run_uzswap(
     settings: &Settings,
     library: &Path,
 ) -> Result<Measured, BenchError> {
-    launch::check_userfaultfd(false)?;
+    runtime::probe_userfaultfd(false)?;
     let job = Launch {
-        share_limit: true,
+        per_process_limit: false,
         settings: settings.clone(),
         library: library.to_path_buf(),
         command: std::iter::once(w.worker.display().to_string())
@@ -282,13 +281,17 @@ pub fn run_uzswap(
         let pool: u64 = pids
             .iter()
             .filter_map(|&pid| launch::live_stats(pid).ok())
-            .map(|f| runtime::report::get(&f, "pool_total_size"))
+            .map(|r| r.swap.pool_total_size)
             .sum();
         pool_peak = pool_peak.max(pool);
     })?;
-    let procs = launch::read_stats_dir(&dir);
+    let (procs, unreadable) = launch::read_stats_dir(&dir);
     let _ = std::fs::remove_dir_all(&dir);
-    let total = |name: &str| procs.iter().map(|p| p.get(name)).sum::<u64>();
+    if let Some(why) = unreadable.first() {
+        return Err(BenchError::Params(format!("a worker's report: {why}")));
+    }
+    let total =
+        |counter: fn(&zswap::Stats) -> u64| procs.iter().map(|p| counter(&p.swap)).sum::<u64>();
     // The workers, and the parent if it paged anything itself.
     if procs.len() < w.procs {
         return Err(BenchError::Params(format!(
@@ -297,7 +300,7 @@ pub fn run_uzswap(
             w.procs
         )));
     }
-    let pool_end = total("pool_total_size");
+    let pool_end = total(|s| s.pool_total_size);
     Ok(Measured {
         system: System::Uzswap,
         compressor: settings.compressor.to_string(),
@@ -308,14 +311,14 @@ pub fn run_uzswap(
         elapsed: run.elapsed,
         user: run.user,
         sys: run.sys,
-        zswpout: total("zswpout"),
-        zswpin: total("zswpin"),
-        pswpout: total("pswpout"),
-        pswpin: total("pswpin"),
-        rejects: total("reject_compress_poor")
-            + total("reject_compress_fail")
-            + total("reject_alloc_fail")
-            + total("reject_reclaim_fail"),
+        zswpout: total(|s| s.zswpout),
+        zswpin: total(|s| s.zswpin),
+        pswpout: total(|s| s.pswpout),
+        pswpin: total(|s| s.pswpin),
+        rejects: total(|s| s.reject_compress_poor)
+            + total(|s| s.reject_compress_fail)
+            + total(|s| s.reject_alloc_fail)
+            + total(|s| s.reject_reclaim_fail),
         pool_peak_bytes: pool_peak.max(pool_end),
         verified: run.verified,
     })

@@ -421,7 +421,7 @@ fn create_work(a: &CompatArgs, users: &[User]) -> Result<Work, String> {
 /// binary (`$UZSWAP_PRELOAD`, which the cases' clean environment drops).
 fn locate_tools(work: &Work, users: &[User]) -> Result<Tools, String> {
     let exe = std::env::current_exe().map_err(|e| format!("locating uzswap: {e}"))?;
-    let library = runtime::launch::find_library(&exe).map_err(|e| e.to_string())?;
+    let library = launch::find_library(&exe).map_err(|e| e.to_string())?;
     let beside = library.parent() == exe.parent();
     let reachable = reachable_by_others(&exe, true) && reachable_by_others(&library, false);
     if beside && (reachable || !users.contains(&User::Nobody)) {
@@ -430,10 +430,7 @@ fn locate_tools(work: &Work, users: &[User]) -> Result<Tools, String> {
     let bin = work.root.join("bin");
     make_dir(&bin, 0o755)?;
     let uzswap = bin.join("uzswap");
-    for (from, to) in [
-        (&exe, &uzswap),
-        (&library, &bin.join(runtime::launch::LIBRARY)),
-    ] {
+    for (from, to) in [(&exe, &uzswap), (&library, &bin.join(launch::run::LIBRARY))] {
         std::fs::copy(from, to)
             .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
         set_mode(to, 0o755)?;
@@ -669,13 +666,16 @@ impl CaseRun<'_> {
     }
 
     fn counters(&self) -> Counters {
+        // No file (uzswap refused to start) or a broken one: nothing was
+        // paged that this run can show.
         let text = std::fs::read_to_string(self.dir.join("uzswap.stats")).unwrap_or_default();
-        let fields = runtime::report::parse(&text);
-        let get = |name| runtime::report::get(&fields, name);
+        let total = launch::report::RunReport::parse(&text)
+            .map(|r| r.total)
+            .unwrap_or_default();
         Counters {
-            evicted_pages: get("evicted_pages"),
-            zswpout: get("zswpout"),
-            pswpout: get("pswpout"),
+            evicted_pages: total.runtime.evicted_pages,
+            zswpout: total.swap.zswpout,
+            pswpout: total.swap.pswpout,
         }
     }
 

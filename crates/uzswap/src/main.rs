@@ -573,8 +573,7 @@ fn bench_syscalls(a: &SyscallsArgs) -> Result<(), BenchError> {
             },
         ],
         reps: a.reps.max(1),
-        library: runtime::launch::find_library(&exe)
-            .map_err(|e| BenchError::Params(e.to_string()))?,
+        library: launch::find_library(&exe).map_err(|e| BenchError::Params(e.to_string()))?,
     };
     let progress = Progress::new(
         "bench syscalls",

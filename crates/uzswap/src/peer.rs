@@ -1,14 +1,14 @@
-//! `uzswap bench usemem` (processes under `uzswap run`) and `uzswap bench
-//! kernel-peer` (the same workload under the kernel's zswap and zram).
+//! Flags and output of `uzswap bench usemem` (processes under `uzswap
+//! run`) and `uzswap bench kernel-peer` (the same workload under the
+//! kernel's zswap and zram). The experiments are `uzswap_bench::peer`'s.
 
 use crate::run::size_arg;
 use clap::Args;
-use runtime::launch;
-use runtime::settings::{format_size, Settings};
+use launch::format_size;
 use std::path::PathBuf;
-use uzswap_bench::kernel::{self, KernelSwap};
+use uzswap_bench::peer::{self, KernelPeerParams};
 use uzswap_bench::plot::Bar;
-use uzswap_bench::usemem30::{self, Measured, System, Workload};
+use uzswap_bench::usemem30::{self, Measured, Workload};
 use uzswap_bench::{BenchError, Progress};
 
 /// The workload, as flags.
@@ -118,16 +118,6 @@ fn draw(path: Option<PathBuf>, title: &str, rows: &[Measured]) {
     crate::chart_at(path, title, unit, &bars);
 }
 
-fn check_verified(rows: &[Measured]) -> Result<(), BenchError> {
-    match rows.iter().find(|m| !m.verified) {
-        Some(m) => Err(BenchError::Params(format!(
-            "{}: a page read back differed from the page written",
-            m.label()
-        ))),
-        None => Ok(()),
-    }
-}
-
 pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
     let params = usemem30::UsememParams {
         workload: a.workload.workload()?,
@@ -142,17 +132,8 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         "bench usemem",
         (params.compressors.len() * params.folios.len() * reps) as u64,
     );
-    let mut runs: Vec<Vec<Measured>> = Vec::new();
-    for _ in 0..reps {
-        for (i, m) in usemem30::run(&params, &progress)?.into_iter().enumerate() {
-            if runs.len() <= i {
-                runs.push(Vec::new());
-            }
-            runs[i].push(m);
-        }
-    }
+    let rows = peer::usemem(&params, reps, &progress)?;
     progress.finish();
-    let rows = medians(runs);
     println!(
         "usemem{} under uzswap: {}",
         a.workload.procs,
@@ -164,7 +145,7 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         "usemem under uzswap",
         &rows,
     );
-    check_verified(&rows)
+    peer::check_verified(&rows)
 }
 
 #[derive(Args, Debug)]
@@ -186,105 +167,38 @@ pub struct KernelPeerArgs {
     pub parallel: bool,
 }
 
-/// The run with the median whole-job elapsed time of each configuration's
-/// runs.
-fn medians(runs: Vec<Vec<Measured>>) -> Vec<Measured> {
-    runs.into_iter()
-        .filter_map(|mut r| {
-            r.sort_by_key(|m| m.elapsed);
-            let verified = r.iter().all(|m| m.verified);
-            let mut mid = r.get(r.len() / 2).cloned()?;
-            mid.verified = verified;
-            Some(mid)
-        })
-        .collect()
-}
-
 /// uzswap against kernel zswap (same compressor) and zram: the whole-job
 /// ratios with their goals, then the seeds' write-phase ratio, labelled.
 fn print_ratios(rows: &[Measured]) {
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-    let line = |what: &str, u: &Measured, k: &Measured, elapsed_goal: &str| {
-        println!(
-            "  {what:<26} elapsed {:.2}x (goal {elapsed_goal}), CPU-s/GiB {:.2}x (goal <= 1.0x); write-phase Total {:.2}x (seeds' metric, not the goal)",
-            ratio(u.elapsed.as_secs_f64(), k.elapsed.as_secs_f64()),
-            ratio(u.cpu_per_gib(), k.cpu_per_gib()),
-            ratio(u.total_kbs, k.total_kbs),
-        );
-    };
     println!("uzswap / kernel, whole job (lower is better):");
-    for u in rows.iter().filter(|m| m.system == System::Uzswap) {
-        if let Some(k) = rows
-            .iter()
-            .find(|k| k.system == System::KernelZswap && k.compressor == u.compressor)
-        {
-            line(&format!("{} vs zswap", u.compressor), u, k, "<= 0.67x");
-        }
-        for z in rows.iter().filter(|z| z.system == System::KernelZram) {
-            line(
-                &format!("{} vs zram {}", u.compressor, z.compressor),
-                u,
-                z,
-                "<= 1.0x",
-            );
-        }
+    for r in peer::ratios(rows) {
+        println!(
+            "  {:<26} elapsed {:.2}x (goal {}), CPU-s/GiB {:.2}x (goal <= 1.0x); write-phase Total {:.2}x (seeds' metric, not the goal)",
+            r.what, r.elapsed, r.elapsed_goal, r.cpu_per_gib, r.write_phase_total,
+        );
     }
-}
-
-enum PeerRun {
-    Uzswap(Settings),
-    Kernel(KernelSwap),
 }
 
 pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
-    let w = a.workload.workload()?;
-    let library = library()?;
-    let mut configs = Vec::new();
-    for c in &a.compressors {
-        // Side by side: uzswap, then the kernel, for each compressor.
-        let settings = Settings {
-            limit_bytes: a.workload.limit(),
-            compressor: c.parse().map_err(|e| BenchError::Params(format!("{e}")))?,
-            folio_bytes: a.folio,
-            parallel: a.parallel,
-            swapfile_bytes: (w.footprint() * 2).max(64 << 20),
-            ..Settings::default()
-        };
-        settings
-            .validate()
-            .map_err(|e| BenchError::Params(e.to_string()))?;
-        configs.push((format!("uzswap {c}"), PeerRun::Uzswap(settings)));
-        configs.push((
-            format!("kernel zswap {c}"),
-            PeerRun::Kernel(KernelSwap::Zswap(c.clone())),
-        ));
-    }
-    for z in a.zram.iter().filter(|z| *z != "none") {
-        configs.push((
-            format!("kernel zram {z}"),
-            PeerRun::Kernel(KernelSwap::Zram(z.clone())),
-        ));
-    }
-    let reps = a.workload.reps;
-    let progress = Progress::new("bench kernel-peer", (configs.len() * reps) as u64);
-    let mut runs: Vec<Vec<Measured>> = configs.iter().map(|_| Vec::new()).collect();
-    for rep in 0..reps {
-        for (i, (name, cfg)) in configs.iter().enumerate() {
-            let m = match cfg {
-                PeerRun::Uzswap(s) => usemem30::run_uzswap(&w, s, &library)?,
-                PeerRun::Kernel(k) => kernel::run_kernel(&w, k, a.workload.limit(), a.folio)?,
-            };
-            runs[i].push(m);
-            progress.step(&format!("{name}, run {}", rep + 1));
-        }
-    }
+    let params = KernelPeerParams {
+        workload: a.workload.workload()?,
+        limit_bytes: a.workload.limit(),
+        compressors: a.compressors.clone(),
+        zram: a.zram.iter().filter(|z| *z != "none").cloned().collect(),
+        folio_bytes: a.folio,
+        parallel: a.parallel,
+        library: library()?,
+        reps: a.workload.reps,
+    };
+    let progress = Progress::new("bench kernel-peer", params.runs() as u64);
+    let rows = peer::kernel_peer(&params, &progress)?;
     progress.finish();
-    let rows = medians(runs);
     println!(
-        "usemem{}: {}, {} folios; uzswap: one limit shared by the processes, kernel: one memcg; median of {reps} runs",
+        "usemem{}: {}, {} folios; uzswap: one limit shared by the processes, kernel: one memcg; median of {} runs",
         a.workload.procs,
         a.workload.describe(),
         format_size(a.folio),
+        params.reps,
     );
     println!("{}", usemem30::table(&rows, &[]));
     print_ratios(&rows);
@@ -293,5 +207,5 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         "usemem: uzswap vs the kernel",
         &rows,
     );
-    check_verified(&rows)
+    peer::check_verified(&rows)
 }

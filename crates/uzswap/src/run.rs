@@ -2,8 +2,9 @@
 
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use runtime::launch::{self, Launch, Outcome};
-use runtime::settings::{format_size, parse_size, Settings};
+use launch::report::{self, ProcessReport};
+use launch::settings::{format_size, parse_size, Settings};
+use launch::{Launch, Outcome};
 use std::path::PathBuf;
 
 pub fn size_arg(s: &str) -> Result<usize, String> {
@@ -76,34 +77,19 @@ impl RuntimeArgs {
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
             track_writes: !self.no_track_writes,
-            shared_limit: None,
+            shared_limit_file: None,
             user_mode_only: self.user_mode_only,
-            inject: None,
+            inject_failure: None,
         };
         s.validate().map_err(|e| {
             format!(
                 "{}={}: {}",
-                flag_of(e.name),
+                launch::settings::env::flag_of(e.name).unwrap_or(e.name),
                 e.value.trim_matches('"'),
                 e.expected
             )
         })?;
         Ok(s)
-    }
-}
-
-/// The flag that sets the setting carried by variable `var`.
-fn flag_of(var: &str) -> &'static str {
-    use runtime::settings::env;
-    match var {
-        v if v == env::LIMIT => "--limit",
-        v if v == env::COMPRESSOR => "--compressor",
-        v if v == env::FOLIO => "--folio",
-        v if v == env::MIN_ALLOC => "--min-alloc",
-        v if v == env::MAX_POOL_PERCENT => "--max-pool-percent",
-        v if v == env::POOL_LIMIT => "--pool-limit",
-        v if v == env::SWAPFILE_SIZE => "--swapfile-size",
-        _ => "a setting",
     }
 }
 
@@ -123,24 +109,27 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// A counter of a process's report.
+type Counter = fn(&ProcessReport) -> u64;
+
 /// The rows users compare, in the kernel's names.
-const SUMMARY: [&str; 16] = [
-    "region_allocs",
-    "region_bytes",
-    "faults",
-    "zero_faults",
-    "swapin_faults",
-    "evicted_pages",
-    "throttled_faults",
-    "workingset_refault",
-    "zswpout",
-    "zswpin",
-    "zswpwb",
-    "pswpout",
-    "pswpin",
-    "reject_compress_poor",
-    "pool_limit_hit",
-    "pool_total_size",
+const SUMMARY: [(&str, Counter); 16] = [
+    ("region_allocs", |r| r.program.region_allocs),
+    ("region_bytes", |r| r.program.region_bytes),
+    ("faults", |r| r.runtime.faults),
+    ("zero_faults", |r| r.runtime.zero_faults),
+    ("swapin_faults", |r| r.runtime.swapin_faults),
+    ("evicted_pages", |r| r.runtime.evicted_pages),
+    ("throttled_faults", |r| r.runtime.throttled_faults),
+    ("workingset_refault", |r| r.runtime.workingset_refault),
+    ("zswpout", |r| r.swap.zswpout),
+    ("zswpin", |r| r.swap.zswpin),
+    ("written_back_pages", |r| r.swap.written_back_pages),
+    ("pswpout", |r| r.swap.pswpout),
+    ("pswpin", |r| r.swap.pswpin),
+    ("reject_compress_poor", |r| r.swap.reject_compress_poor),
+    ("pool_limit_hit", |r| r.swap.pool_limit_hit),
+    ("pool_total_size", |r| r.swap.pool_total_size),
 ];
 
 /// Processes shown in a column of their own in `uzswap run`'s table.
@@ -155,7 +144,7 @@ pub fn outcome_table(o: &Outcome) -> Table {
     let shown = &o.processes[..o.processes.len().min(MAX_COLUMNS)];
     let hidden = o.processes.len() - shown.len();
     let mut header = vec!["counter".to_string()];
-    header.extend(shown.iter().map(|p| format!("pid {}", p.pid)));
+    header.extend(shown.iter().map(|p| format!("pid {}", p.program.pid)));
     if hidden > 0 {
         header.push(format!("{hidden} more"));
     }
@@ -163,38 +152,19 @@ pub fn outcome_table(o: &Outcome) -> Table {
         header.push(format!("total ({} processes)", o.processes.len()));
     }
     t.set_header(header);
-    for name in SUMMARY {
+    for (name, counter) in SUMMARY {
         let mut row = vec![name.to_string()];
-        row.extend(shown.iter().map(|p| p.get(name).to_string()));
+        row.extend(shown.iter().map(|p| counter(p).to_string()));
         if hidden > 0 {
-            let rest: u64 = o.processes[MAX_COLUMNS..].iter().map(|p| p.get(name)).sum();
+            let rest: u64 = o.processes[MAX_COLUMNS..].iter().map(counter).sum();
             row.push(rest.to_string());
         }
         if o.processes.len() > 1 {
-            row.push(o.total(name).to_string());
+            row.push(o.total(counter).to_string());
         }
         t.add_row(row);
     }
     t
-}
-
-/// A run's counters summed over its processes, with how it ended.
-pub fn outcome_fields(o: &Outcome) -> Vec<(String, u64)> {
-    let mut f = vec![
-        ("processes".to_string(), o.processes.len() as u64),
-        ("exit_code".to_string(), o.exit_code() as u64),
-        ("elapsed_us".to_string(), o.elapsed.as_micros() as u64),
-        ("user_us".to_string(), o.user.as_micros() as u64),
-        ("sys_us".to_string(), o.sys.as_micros() as u64),
-    ];
-    if let Some(first) = o.processes.first() {
-        for (name, _) in &first.fields {
-            if name != "pid" {
-                f.push((name.clone(), o.total(name)));
-            }
-        }
-    }
-    f
 }
 
 pub fn run(a: &RunArgs) -> Result<i32, String> {
@@ -205,7 +175,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         settings: settings.clone(),
         library,
         command: a.command.clone(),
-        share_limit: !a.runtime.per_process_limit,
+        per_process_limit: a.runtime.per_process_limit,
     };
     if !a.quiet {
         eprintln!(
@@ -214,7 +184,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             format_size(settings.limit_bytes),
             settings.compressor,
             format_size(settings.folio_bytes),
-            launch::check_userfaultfd(settings.user_mode_only)
+            runtime::probe_userfaultfd(settings.user_mode_only)
                 .map_err(|e| e.to_string())?
                 .describe(),
         );
@@ -236,7 +206,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         unsafe { libc::signal(libc::SIGINT, h) };
     }
     if let Some(path) = &a.stats_out {
-        std::fs::write(path, runtime::report::render(&outcome_fields(&outcome)))
+        std::fs::write(path, outcome.report().render())
             .map_err(|e| format!("--stats-out {}: {e}", path.display()))?;
     }
     if !a.quiet {
@@ -248,6 +218,9 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             outcome.user.as_secs_f64(),
             outcome.sys.as_secs_f64()
         );
+        for why in &outcome.unreadable {
+            eprintln!("uzswap: a process's report could not be read: {why}");
+        }
         if outcome.processes.is_empty() {
             eprintln!("uzswap: no process made an allocation of {} or more (or none exited normally): nothing was paged", format_size(settings.min_alloc_bytes));
         } else {
@@ -258,17 +231,50 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
 }
 
 pub fn stats(pid: u32, raw: bool) -> Result<(), String> {
-    let fields = launch::live_stats(pid)?;
+    let report = launch::live_stats(pid)?;
     if raw {
-        print!("{}", runtime::report::render(&fields));
+        print!("{}", report.render());
         return Ok(());
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["counter", "value"]);
-    for (name, value) in &fields {
-        t.add_row(vec![name.clone(), value.to_string()]);
+    t.set_header(vec!["counter", "value", "meaning"]);
+    for (name, value) in report.fields() {
+        let meaning = report::meaning(&name).unwrap_or_default();
+        t.add_row(vec![name, value.to_string(), meaning.to_string()]);
     }
     println!("{t}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    }
+
+    /// Every variable's flag is a flag of `uzswap run`: an error about a
+    /// variable names a flag the user can find.
+    #[test]
+    fn every_variable_with_a_flag_has_it_in_uzswap_run() {
+        let cmd = Cli::command();
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        for v in launch::settings::env::VARS {
+            if let Some(flag) = v.flag {
+                assert!(
+                    flags.iter().any(|f| f == flag),
+                    "{}: {flag} is not a flag",
+                    v.name
+                );
+            }
+        }
+    }
 }

@@ -4,13 +4,14 @@
 //! every byte itself and exits non-zero on a difference; each run is
 //! bounded in time (a hang fails the test).
 
+use launch::report::RunReport;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{as_nobody, compile_c, text, uzswap_for_any_user, PROGRAMS, UZSWAP};
+use common::{as_nobody, compile_c, run_report, text, uzswap_for_any_user, PROGRAMS, UZSWAP};
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("uzswap-fork-{name}-{}", std::process::id()));
@@ -21,7 +22,7 @@ fn tempdir(name: &str) -> PathBuf {
 /// `uzswap run ARGS --stats-out FILE -- CMD`, killed (with its process
 /// group) if it runs longer than `limit`. Returns the output and the
 /// counters.
-fn run(args: &[&str], cmd: &[&str], limit: Duration) -> (Output, Vec<(String, u64)>) {
+fn run(args: &[&str], cmd: &[&str], limit: Duration) -> (Output, RunReport) {
     let dir = tempdir("out");
     let name = cmd.join("_").replace('/', "_");
     let stats = dir.join(format!("{name}.stats"));
@@ -64,14 +65,14 @@ fn run(args: &[&str], cmd: &[&str], limit: Duration) -> (Output, Vec<(String, u6
         stdout: std::fs::read(&out_path).unwrap_or_default(),
         stderr: std::fs::read(&err_path).unwrap_or_default(),
     };
-    let fields = std::fs::read_to_string(&stats)
-        .map(|t| runtime::report::parse(&t))
-        .unwrap_or_default();
-    (out, fields)
-}
-
-fn get(f: &[(String, u64)], name: &str) -> u64 {
-    runtime::report::get(f, name)
+    // A run that wrote no counters gives all zeros, which the checks of
+    // `processes` catch.
+    let report = if stats.exists() {
+        run_report(&stats)
+    } else {
+        RunReport::default()
+    };
+    (out, report)
 }
 
 fn assert_ok(out: &Output, line: &str) {
@@ -98,8 +99,11 @@ fn forked_workers_allocate_write_and_verify_after_the_fork() {
         assert_ok(&out, "forkworkers: ok");
         let n: u64 = workers.parse().unwrap();
         // The parent (no allocation of its own) and each worker report.
-        assert!(get(&f, "processes") >= n, "{workers} workers: {f:?}");
-        assert!(get(&f, "evicted_pages") > 4096, "{workers} workers: {f:?}");
+        assert!(f.run.processes >= n, "{workers} workers: {f:?}");
+        assert!(
+            f.total.runtime.evicted_pages > 4096,
+            "{workers} workers: {f:?}"
+        );
     }
 }
 
@@ -122,13 +126,9 @@ fn children_see_the_parent_as_it_was_at_the_fork() {
         "{}",
         text(&out.stdout)
     );
-    assert_eq!(
-        get(&f, "processes"),
-        3,
-        "parent and both children report: {f:?}"
-    );
+    assert_eq!(f.run.processes, 3, "parent and both children report: {f:?}");
     assert!(
-        get(&f, "unshared_pages") > 0,
+        f.total.runtime.unshared_pages > 0,
         "children wrote inherited pages: {f:?}"
     );
 }
@@ -145,7 +145,10 @@ fn children_see_pages_their_parent_wrote_to_the_swap_file() {
         Duration::from_secs(180),
     );
     assert_ok(&out, "parent: ok");
-    assert!(get(&f, "pswpout") > 0, "pages went to the swap file: {f:?}");
+    assert!(
+        f.total.swap.pswpout > 0,
+        "pages went to the swap file: {f:?}"
+    );
 }
 
 #[test]
@@ -157,7 +160,7 @@ fn python_multiprocessing_fork_workers_read_the_parents_array() {
         Duration::from_secs(300),
     );
     assert_ok(&out, "ok ");
-    assert!(get(&f, "processes") >= 5, "the parent and 4 workers: {f:?}");
+    assert!(f.run.processes >= 5, "the parent and 4 workers: {f:?}");
 }
 
 #[test]
@@ -170,7 +173,7 @@ fn forking_200_times_from_4_threads_mid_eviction_never_hangs() {
         Duration::from_secs(400),
     );
     assert_ok(&out, "forkstorm: ok");
-    assert!(get(&f, "evicted_pages") > 0, "{f:?}");
+    assert!(f.total.runtime.evicted_pages > 0, "{f:?}");
 }
 
 #[test]

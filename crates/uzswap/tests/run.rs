@@ -4,7 +4,7 @@
 //! to the `uzswap` binary (`cargo build --workspace`, as scripts/test.sh
 //! does).
 
-use std::collections::HashMap;
+use launch::report::{ProcessReport, RunReport};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -12,7 +12,9 @@ use std::process::{Command, Output, Stdio};
 const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
 
 mod common;
-use common::{as_nobody, compile_c, library, text, uzswap_for_any_user, PROGRAMS, UZSWAP};
+use common::{
+    as_nobody, compile_c, library, run_report, text, uzswap_for_any_user, PROGRAMS, UZSWAP,
+};
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("uzswap-test-{name}-{}", std::process::id()));
@@ -21,7 +23,9 @@ fn tempdir(name: &str) -> PathBuf {
 }
 
 /// Runs `uzswap run ARGS -- CMD`, returns its output and counters.
-fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, HashMap<String, u64>) {
+/// (A run that wrote no counters gives all zeros, which the tests' checks
+/// of `processes` and `exit_code` catch.)
+fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, RunReport) {
     library();
     let stats = tempdir(name).join("stats");
     let out = Command::new(UZSWAP)
@@ -33,15 +37,17 @@ fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, HashMap<String, u64>
         .args(cmd)
         .output()
         .expect("uzswap runs");
-    let fields = std::fs::read_to_string(&stats)
-        .map(|t| runtime::report::parse(&t).into_iter().collect())
-        .unwrap_or_default();
-    (out, fields)
+    let report = if stats.exists() {
+        run_report(&stats)
+    } else {
+        RunReport::default()
+    };
+    (out, report)
 }
 
 /// The program succeeded, said so, and its memory really went through the
 /// store: more pages evicted than the limit holds, and swapped back in.
-fn assert_paged(out: &Output, f: &HashMap<String, u64>, ok_line: &str, limit_pages: u64) {
+fn assert_paged(out: &Output, f: &RunReport, ok_line: &str, limit_pages: u64) {
     assert!(
         out.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -50,13 +56,14 @@ fn assert_paged(out: &Output, f: &HashMap<String, u64>, ok_line: &str, limit_pag
         text(&out.stderr)
     );
     assert!(text(&out.stdout).contains(ok_line), "{}", text(&out.stdout));
-    assert!(f["processes"] >= 1, "{f:?}");
-    assert!(f["evicted_pages"] > 2 * limit_pages, "{f:?}");
+    let (rt, swap) = (&f.total.runtime, &f.total.swap);
+    assert!(f.run.processes >= 1, "{f:?}");
+    assert!(rt.evicted_pages > 2 * limit_pages, "{f:?}");
     assert!(
-        f["zswpin"] + f["pswpin"] + f["swpin_zero"] > limit_pages,
+        swap.zswpin + swap.pswpin + swap.swpin_zero > limit_pages,
         "{f:?}"
     );
-    assert_eq!(f["evict_failures"], 0, "{f:?}");
+    assert_eq!(rt.evict_failures, 0, "{f:?}");
 }
 
 #[test]
@@ -67,8 +74,8 @@ fn c_program_reads_back_every_byte_through_every_allocation_path() {
     assert_paged(&out, &f, "pagecheck: ok", 2048);
     // madvise(DONTNEED), a partial munmap and mprotect(PROT_READ) each
     // turned a region into plain memory first.
-    assert!(f["regions_released"] >= 1, "{f:?}");
-    assert!(f["region_allocs"] >= 10, "{f:?}");
+    assert!(f.total.program.regions_released >= 1, "{f:?}");
+    assert!(f.total.program.region_allocs >= 10, "{f:?}");
 }
 
 #[test]
@@ -88,8 +95,8 @@ fn rust_threads_race_eviction_with_every_folio_size() {
         );
         assert_paged(&out, &f, "uzswap-memcheck: ok", 2048);
         assert_eq!(
-            f["folio_bytes"],
-            runtime::settings::parse_size(folio).unwrap() as u64
+            f.total.program.folio_bytes,
+            launch::parse_size(folio).unwrap() as u64
         );
     }
 }
@@ -112,7 +119,7 @@ fn parallel_compressor_and_no_writeback_keep_every_byte() {
         "parallel",
     );
     assert_paged(&out, &f, "uzswap-memcheck: ok", 1024);
-    assert_eq!(f["pswpout"], 0, "writeback off: nothing on disk");
+    assert_eq!(f.total.swap.pswpout, 0, "writeback off: nothing on disk");
 }
 
 #[test]
@@ -136,13 +143,11 @@ fn live_stats_are_readable_while_the_program_runs() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let f: HashMap<String, u64> = runtime::report::parse(&text(&out.stdout))
-        .into_iter()
-        .collect();
-    assert_eq!(f["pid"], u64::from(pid));
-    assert_eq!(f["limit_bytes"], 4 << 20);
-    assert!(f["regions"] >= 8, "{f:?}");
-    assert!(f["evicted_pages"] > 0, "{f:?}");
+    let f = ProcessReport::parse(&text(&out.stdout)).unwrap();
+    assert_eq!(f.program.pid, u64::from(pid));
+    assert_eq!(f.program.limit_bytes, 4 << 20);
+    assert!(f.program.regions >= 8, "{f:?}");
+    assert!(f.runtime.evicted_pages > 0, "{f:?}");
     // The table form too.
     let table = Command::new(UZSWAP)
         .args(["stats", &pid.to_string()])
@@ -207,7 +212,7 @@ fn works_without_root() {
 fn exit_codes_pass_through_and_bad_settings_are_named() {
     let (out, f) = run(&[], &["sh", "-c", "exit 3"], "exit");
     assert_eq!(out.status.code(), Some(3));
-    assert_eq!(f["exit_code"], 3);
+    assert_eq!(f.run.exit_code, 3);
     for (args, needle) in [
         (vec!["--limit", "1K"], "--limit"),
         (vec!["--limit", "lots"], "--limit"),
@@ -310,9 +315,9 @@ fn the_processes_of_a_run_share_its_limit() {
     let (out, f) = run(&["--limit", "4M"], &["sh", "-c", &script], "shared");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).matches("uzswap-memcheck: ok").count(), 2);
-    assert_eq!(f["processes"], 2, "{f:?}");
+    assert_eq!(f.run.processes, 2, "{f:?}");
     // 16 MiB written in all against 4 MiB for both: pages went out.
-    assert!(f["evicted_pages"] > 2 * 1024, "{f:?}");
+    assert!(f.total.runtime.evicted_pages > 2 * 1024, "{f:?}");
 }
 
 /// Issue 10's stale-address reproduction under `uzswap run`: a 1 MiB block
@@ -340,9 +345,7 @@ fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
         "{}",
         text(&out.stdout)
     );
-    let f: HashMap<String, u64> = runtime::report::parse(&std::fs::read_to_string(&stats).unwrap())
-        .into_iter()
-        .collect();
-    assert!(f["evicted_pages"] > 2 * 4096, "{f:?}");
-    assert_eq!(f["evict_failures"], 0, "{f:?}");
+    let f = run_report(&stats).total.runtime;
+    assert!(f.evicted_pages > 2 * 4096, "{f:?}");
+    assert_eq!(f.evict_failures, 0, "{f:?}");
 }

@@ -10,11 +10,12 @@
 //! (root), with the syscall guard (root, `--user-mode-only`) and as an
 //! unprivileged user.
 
+use launch::report::ProcessReport;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{as_nobody, compile_c, text, uzswap_for_any_user, UZSWAP};
+use common::{as_nobody, compile_c, run_report, text, uzswap_for_any_user, UZSWAP};
 
 /// A folder of its own, writable by anyone, on the root file system
 /// (tmpfs has no O_DIRECT).
@@ -31,13 +32,11 @@ fn workdir(name: &str) -> PathBuf {
     d
 }
 
-fn stats(dir: &Path) -> Vec<(String, u64)> {
-    std::fs::read_to_string(dir.join("stats"))
-        .map(|t| runtime::report::parse(&t))
-        .unwrap_or_default()
+fn stats(dir: &Path) -> ProcessReport {
+    run_report(&dir.join("stats")).total
 }
 
-fn assert_ok(out: &Output, f: &[(String, u64)], mode: &str) {
+fn assert_ok(out: &Output, f: &ProcessReport, mode: &str) {
     assert!(
         out.status.success() && text(&out.stdout).contains("syscheck: ok"),
         "{mode}: exit {:?}\nstdout: {}\nstderr: {}",
@@ -46,10 +45,7 @@ fn assert_ok(out: &Output, f: &[(String, u64)], mode: &str) {
         text(&out.stderr)
     );
     // The buffers were really paged: far more evicted than the limit holds.
-    assert!(
-        runtime::report::get(f, "evicted_pages") > 8192,
-        "{mode}: {f:?}"
-    );
+    assert!(f.runtime.evicted_pages > 8192, "{mode}: {f:?}");
 }
 
 #[test]
@@ -76,12 +72,11 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
             .unwrap();
         let f = stats(&dir);
         assert_ok(&out, &f, mode);
-        let kernel_faults = runtime::report::get(&f, "kernel_faults");
         if extra.is_some() || !root {
-            assert_eq!(kernel_faults, 0, "{mode}: {f:?}");
-            assert!(runtime::report::get(&f, "guard_traps") > 0, "{mode}: {f:?}");
+            assert!(!f.runtime.kernel_faults, "{mode}: {f:?}");
+            assert!(f.guard.is_some_and(|g| g.traps > 0), "{mode}: {f:?}");
         } else {
-            assert_eq!(kernel_faults, 1, "root handles kernel faults: {f:?}");
+            assert!(f.runtime.kernel_faults, "root handles kernel faults: {f:?}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -110,8 +105,8 @@ fn syscalls_on_paged_memory_as_an_unprivileged_user() {
         .expect("setpriv (util-linux) runs");
     let f = stats(&dir);
     assert_ok(&out, &f, "nobody");
-    assert_eq!(runtime::report::get(&f, "kernel_faults"), 0, "{f:?}");
-    assert!(runtime::report::get(&f, "guard_traps") > 0, "{f:?}");
+    assert!(!f.runtime.kernel_faults, "{f:?}");
+    assert!(f.guard.is_some_and(|g| g.traps > 0), "{f:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -162,8 +157,8 @@ fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
     assert!(stdout.contains("before: Seccomp:\t0"), "{stdout}");
     assert!(stdout.contains("after: Seccomp:\t2"), "{stdout}");
     let f = stats(&dir);
-    assert!(runtime::report::get(&f, "evicted_pages") > 4096, "{f:?}");
+    assert!(f.runtime.evicted_pages > 4096, "{f:?}");
     // The read went through the guard's fast path (the C library's `read`).
-    assert!(runtime::report::get(&f, "guard_guarded_calls") > 0, "{f:?}");
+    assert!(f.guard.is_some_and(|g| g.guarded_calls > 0), "{f:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,81 +1,54 @@
 //! Counters, with the kernel's names (`/sys/kernel/debug/zswap/*`,
-//! `/proc/vmstat`).
+//! `/proc/vmstat`), defined once with [`common::counters!`].
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-macro_rules! counters {
-    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
-        /// Live counters (atomics), shared by the cache and the swap layer.
-        #[derive(Debug, Default)]
-        pub(crate) struct Counters { $(pub(crate) $name: AtomicU64,)* }
-
-        /// A snapshot of every counter.
-        #[derive(Debug, Clone, Default, PartialEq, Eq)]
-        pub struct Stats {
-            $($(#[$doc])* pub $name: u64,)*
-            /// Pages in zswap now.
-            pub stored_pages: u64,
-            /// Bytes of memory the pool uses.
-            pub pool_total_size: u64,
-            /// Pages in the swap cache now.
-            pub swap_cache_pages: u64,
-        }
-
-        impl Counters {
-            pub(crate) fn snapshot(&self) -> Stats {
-                Stats { $($name: self.$name.load(Ordering::Relaxed),)* ..Stats::default() }
-            }
-        }
-
-        impl Stats {
-            /// `(name, value)` for every counter, in a stable order.
-            pub fn fields(&self) -> Vec<(&'static str, u64)> {
-                let mut v = vec![
-                    ("stored_pages", self.stored_pages),
-                    ("pool_total_size", self.pool_total_size),
-                    ("swap_cache_pages", self.swap_cache_pages),
-                ];
-                v.extend([$((stringify!($name), self.$name)),*]);
-                v
-            }
-        }
-    };
-}
-
-counters! {
-    /// Pages stored in zswap.
-    zswpout,
-    /// Pages loaded from zswap.
-    zswpin,
-    /// Pages written back from zswap to the swap file.
-    zswpwb,
-    /// Pages written back (debugfs name).
-    written_back_pages,
+common::counters! {
+    /// A snapshot of the store's counters, in the kernel's names.
+    pub struct Stats;
+    /// Live counters (atomics), shared by the cache and the swap layer.
+    /// The three gauges (`stored_pages`, `pool_total_size`,
+    /// `swap_cache_pages`) are read from the structures themselves when a
+    /// snapshot is taken ([`crate::Swap::stats`]); their atomics stay 0.
+    pub(crate) struct Counters;
+    /// Pages in zswap now (debugfs `stored_pages`).
+    stored_pages: u64,
+    /// Bytes of memory the pool uses (debugfs `pool_total_size`).
+    pool_total_size: u64,
+    /// Pages in the swap cache now.
+    swap_cache_pages: u64,
+    /// Pages stored in zswap (vmstat `zswpout`).
+    zswpout: u64,
+    /// Pages loaded from zswap (vmstat `zswpin`).
+    zswpin: u64,
+    /// Pages written back from zswap to the swap file (debugfs
+    /// `written_back_pages`; vmstat's `zswpwb` counts the same pages).
+    written_back_pages: u64,
     /// Stores refused because the pool was at its limit.
-    pool_limit_hit,
+    pool_limit_hit: u64,
     /// Pages that did not compress, with writeback off.
-    reject_compress_poor,
+    reject_compress_poor: u64,
     /// Pages whose compression failed, with writeback off.
-    reject_compress_fail,
+    reject_compress_fail: u64,
     /// Pool allocations that failed.
-    reject_alloc_fail,
+    reject_alloc_fail: u64,
     /// Stores refused while the shrinker could not free room.
-    reject_reclaim_fail,
+    reject_reclaim_fail: u64,
     /// Pages written to the swap file (rejected stores and writeback).
-    pswpout,
+    pswpout: u64,
     /// Pages read from the swap file.
-    pswpin,
+    pswpin: u64,
     /// Pages read ahead into the swap cache.
-    swap_ra,
+    swap_ra: u64,
     /// Swap-ins served by a page read ahead earlier (or mapped at fault).
-    swap_ra_hit,
+    swap_ra_hit: u64,
     /// Zero-filled pages swapped out (kept as a bit, no allocation).
-    swpout_zero,
+    swpout_zero: u64,
     /// Zero-filled pages swapped in.
-    swpin_zero,
+    swpin_zero: u64,
     /// Writebacks that failed with an I/O error (entry kept in zswap).
-    writeback_errors,
+    writeback_errors: u64,
 }
 
 impl Counters {

@@ -355,7 +355,6 @@ impl Zswap {
         let entry = self.shard(v.offset).read().get(&v.offset).cloned();
         if let Some(e) = entry.filter(|e| e.generation == v.generation) {
             if self.remove_if_same(v.offset, &e) {
-                Counters::add(&self.counters.zswpwb, 1);
                 Counters::add(&self.counters.written_back_pages, 1);
             }
         }

@@ -119,7 +119,7 @@ fn concurrent_owners_shrinker_and_writeback() {
         assert_eq!(s.stored_pages, 0, "{readahead:?}: {s}");
         assert_eq!(swap.device().free_slots(), 1 << 14, "every slot freed");
         assert!(
-            s.zswpwb > 0 && s.pool_limit_hit > 0,
+            s.written_back_pages > 0 && s.pool_limit_hit > 0,
             "{readahead:?}: writeback and the limit both ran: {s}"
         );
     }

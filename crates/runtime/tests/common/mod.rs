@@ -6,7 +6,7 @@ use runtime::RuntimeConfig;
 
 pub const PAGE: usize = 4096;
 
-pub fn config(high_pages: usize) -> RuntimeConfig {
+pub fn config(limit_pages: usize) -> RuntimeConfig {
     let swap = zswap::Config {
         total_ram_bytes: 16 << 20,
         max_pool_percent: 10, // a 1.6 MiB pool: part of the data goes to the swap file
@@ -15,7 +15,7 @@ pub fn config(high_pages: usize) -> RuntimeConfig {
     };
     RuntimeConfig {
         swap,
-        high_bytes: high_pages * PAGE,
+        limit_bytes: limit_pages * PAGE,
         reclaim_batch: 32,
         evict_folio_pages: 16,
         ..RuntimeConfig::default()

@@ -71,8 +71,8 @@ fn parse() -> Result<Args, String> {
         }
     }
     let size = size.ok_or_else(|| format!("no SIZE; {USAGE}"))?;
-    a.bytes = runtime::settings::parse_size(&size)
-        .ok_or_else(|| format!("SIZE {size:?}: a size such as 256M"))?;
+    a.bytes =
+        launch::parse_size(&size).ok_or_else(|| format!("SIZE {size:?}: a size such as 256M"))?;
     if a.bytes < PAGE {
         return Err("SIZE must be at least one page".into());
     }

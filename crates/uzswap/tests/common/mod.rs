@@ -61,3 +61,11 @@ pub fn as_nobody(program: &Path) -> Command {
         .arg(program);
     c
 }
+
+/// The counters `uzswap run --stats-out PATH` wrote, summed over the run's
+/// processes; a missing or broken file fails the test with its text.
+pub fn run_report(path: &std::path::Path) -> launch::report::RunReport {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    launch::report::RunReport::parse(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}

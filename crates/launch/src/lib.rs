@@ -1,0 +1,36 @@
+//! # launch — a whole program on uzswap memory
+//!
+//! The paging engine ([`runtime`]) knows nothing of processes, environment
+//! variables or report files; this crate is what sits between it and a
+//! user's command line:
+//!
+//! * [`settings`]: [`Settings`], the settings of a program-wide runtime.
+//!   Each setting has **one name** from flag to variable to field:
+//!   `--limit` / `UZSWAP_LIMIT` / `limit_bytes` (fields carry their unit:
+//!   `_bytes`). The table [`settings::env::VARS`] pairs every variable with
+//!   its flag. [`Settings::runtime_config`] turns them into a
+//!   [`runtime::RuntimeConfig`].
+//! * [`run`]: `uzswap run` — finds the LD_PRELOAD library, checks that
+//!   userfaultfd works for this user, starts the program with the settings
+//!   in its environment and gathers every process's report at its end.
+//! * [`report`]: the per-process report, typed ([`report::ProcessReport`])
+//!   on both sides of its text form: the preloaded program writes it
+//!   (`STATS_DIR/PID.stats` at exit, `RUN_DIR/PID.sock` live), `uzswap run`
+//!   and `uzswap stats` read it back into the same struct.
+//!
+//! ## The boundary with the program
+//!
+//! `uzswap run` and the preloaded program share nothing but the `UZSWAP_*`
+//! variables (parent → child) and the report files (child → parent). Both
+//! sides are this crate's code, so a name changes in one place.
+
+pub mod report;
+pub mod run;
+pub mod settings;
+
+pub use report::ProcessReport;
+pub use run::{
+    children_cpu, find_library, live_stats, new_stats_dir, read_stats_dir, Launch, LaunchError,
+    Outcome,
+};
+pub use settings::{format_size, parse_size, Settings, SettingsError};

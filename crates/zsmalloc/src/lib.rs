@@ -73,6 +73,12 @@ pub use class::{ClassSpec, PAGE_SIZE, ZS_MAX_ALLOC_SIZE, ZS_MIN_ALLOC_SIZE};
 pub use handle::{Handle, ObjLocation};
 pub use pool::{ClassStats, CompactStats, Config, FreePath, PageRelease, Pool, PoolStats};
 
+/// The README's code blocks, compiled and run as doctests so that its
+/// example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 /// Errors of the pool's calls. None of them leaves the pool inconsistent.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

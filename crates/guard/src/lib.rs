@@ -133,7 +133,9 @@
 //! moved). The tests reserve the first free 1 TiB slot from 16 TiB
 //! (`MAP_FIXED_NOREPLACE`), below the legacy bottom-up mmap base (42 TiB),
 //! PIE executables and their heap (85 TiB) and the top-down mmap area
-//! (127-128 TiB); the runtime should do the same.
+//! (127-128 TiB). The runtime places its arena at 62 TiB the same way
+//! (`MAP_FIXED_NOREPLACE`), and only where that is taken lets the kernel
+//! choose (`runtime::arena`).
 //!
 //! # Threads
 //!

@@ -8,9 +8,13 @@
 //! and leaves room behind a region to grow it in place.
 //!
 //! The arena's first 64 KiB are never handed out, so no valid buffer can
-//! start below the arena and run into it. Address room a region gives back
-//! returns to the reservation (`PROT_NONE`) at once; room handed to the
-//! program as plain memory stays the program's until it unmaps it.
+//! start below the arena and run into it. A dropped region's room returns
+//! to the reservation at once: it is mapped `PROT_NONE` again over the old
+//! pages (their memory goes back to the OS then) and can be carved again.
+//! Room handed to the program as plain memory (`Region::into_plain`) leaves
+//! the arena for good: the program owns that mapping, and when it unmaps
+//! it the hole is not reserved again ([`Arena::reclaim_unmapped`] would,
+//! but nothing calls it yet).
 
 use crate::sys;
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,9 +4,26 @@
 //! virtual-address arena ([`arena`]) and registered with a userfaultfd in
 //! missing and write-protect modes. Each region page lives either in memory
 //! or in the [`zswap::Swap`] store. A resident limit (memcg `memory.high`'s
-//! role) makes a reclaim thread evict the oldest pages, kswapd-style; a
+//! role) makes a reclaim thread evict the oldest pages, kswapd-style. A
 //! fault that finds residency past 125% of the limit (plus one reclaim
-//! batch) waits until reclaim has caught up.
+//! batch) is *throttled*: the handler maps its page but leaves the faulting
+//! thread asleep, and wakes it once reclaim has caught up.
+//!
+//! ## The order of kernel calls, in short
+//!
+//! [`protocol`] has every step; the two that matter most:
+//!
+//! * **First touch** of an `Untouched` page marks the folio-aligned run of
+//!   untouched pages around it `Filling`, maps it (`UFFDIO_ZEROPAGE` for a
+//!   read; `UFFDIO_COPY` of zeros for a write), and only then publishes it
+//!   `Resident` and queues it on the LRU, so reclaim never picks a page
+//!   that is not mapped yet.
+//! * **Eviction** of a run marks it `Evicting`, write-protects it (writers
+//!   wait, readers go on), stores it (compressed straight from the mapped
+//!   pages), unmaps it (`MADV_DONTNEED`), removes the protection and wakes
+//!   the writers (who fault again, find the page in flight, and wait), and
+//!   then publishes `Swapped`. A refused store or a failed unmap
+//!   un-protects the run and puts it back `Resident`.
 //!
 //! ## Where things are
 //!
@@ -36,7 +53,9 @@
 //!    fault handler checks the faulting thread's id and ends the program
 //!    otherwise: with kernel faults handled, a runtime thread faulting
 //!    inside a system call would wait for itself.
-//! 2. The fault handler never evicts; it only waits for the reclaimer.
+//! 2. The fault handler never evicts and never waits for the reclaimer: a
+//!    throttled fault's thread sleeps, not the handler, which stays free to
+//!    serve every other fault.
 //! 3. Every system call the runtime makes on region memory goes to the
 //!    kernel directly ([`sys`]), never through the symbols the LD_PRELOAD
 //!    library interposes, and its result is checked: a kernel call of the

@@ -1,8 +1,10 @@
 //! usemem, as in seeds 003/004's "usemem30": N threads each write S bytes
 //! of realistic pages into memory limited to L, so most of it is swapped
 //! out through zswap; optionally read back and verified. Here the memory is
-//! a [`runtime::Region`] per thread (in-process: `uzswap run` for external
-//! programs is still to come), and the limit is the runtime's `limit_bytes`.
+//! a [`runtime::Region`] per thread of this process, under the runtime's
+//! resident limit `limit_bytes` (`uzswap bench usemem-threads`). The same workload as
+//! processes under `uzswap run` is `uzswap bench usemem`, and under the
+//! kernel `uzswap bench kernel-peer`.
 //!
 //! Each compressor runs twice: zswap storing folios page by page
 //! (`store_batch` 1) and in batches of 8, on the chosen compressor backend;

@@ -1,7 +1,10 @@
 //! `uzswap`: the command line of the uzswap workspace.
 //!
-//! With no arguments it runs the default job: a short seed-001 `zs_free`
-//! experiment and the density report, with built-in parameters.
+//! With no arguments it runs the default job, with built-in parameters
+//! (`default_job`): a short `bench usemem` (2 processes of 96 MiB under a
+//! shared 96 MiB limit, lz4 and lzo-rle, 4K/64K/2M folios), then short runs
+//! of seed 001's `zs_free` experiment, the pool density report and seed
+//! 002's readahead comparison.
 
 mod compat;
 mod peer;

@@ -2,9 +2,13 @@
 //!
 //! One reserved, lazily-populated anonymous mapping is cut into 4 KiB pages
 //! named by a page frame number (pfn). Free pfns sit on a list behind one
-//! mutex (the analog of `zone->lock`); releasing a page hands its memory back
-//! to the OS with `MADV_DONTNEED` before the pfn is reused, so the process's
-//! RSS follows the pool's size.
+//! mutex (the analog of `zone->lock`). A released page goes on the *hot*
+//! list: its memory stays resident and it is reused first. Once more than
+//! `hot_limit` (the pool's `Config::free_page_cache`) pages are hot, the
+//! oldest, down to half the limit, go back to the OS with one
+//! `MADV_DONTNEED` per contiguous run, made after the free-list lock is
+//! dropped, and move to the *cold* list. So the process's RSS follows the
+//! pool's size to within `free_page_cache` pages (`None`: never given back).
 //!
 //! Each pfn has a [`PageDesc`] (the `zpdesc`): which zspage it belongs to, its
 //! place in the chain, and the chain's first and next pfn, so readers can

@@ -14,8 +14,12 @@
 //!   equal shape merge. Objects straddle page boundaries; readers copy the
 //!   two halves.
 //! * **Arena** (`arena`): one reserved anonymous mapping cut into pages named
-//!   by pfn. Releasing a zspage clears its page descriptors, `MADV_DONTNEED`s
-//!   its pages and puts them on the free list (the buddy allocator's job).
+//!   by pfn (the buddy allocator's job). Releasing a zspage clears its page
+//!   descriptors and puts its pages on a *hot* free list, still resident and
+//!   reused first. Only when more than [`Config::free_page_cache`] free
+//!   pages are hot do the oldest go back to the OS (`MADV_DONTNEED`, one
+//!   call per contiguous run, down to half that bound); `None` never gives
+//!   memory back.
 //! * **Handles** ([`Handle`]): `[generation | slot]`. The slot holds the
 //!   object's [`ObjLocation`] — `[pfn | class_idx | obj_idx | tag]` — in one
 //!   atomic word. Callers keep handles; compaction rewrites locations.
@@ -68,6 +72,12 @@ mod zspage;
 pub use class::{ClassSpec, PAGE_SIZE, ZS_MAX_ALLOC_SIZE, ZS_MIN_ALLOC_SIZE};
 pub use handle::{Handle, ObjLocation};
 pub use pool::{ClassStats, CompactStats, Config, FreePath, PageRelease, Pool, PoolStats};
+
+/// The README's code blocks, compiled and run as doctests so that its
+/// example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 /// Errors of the pool's calls. None of them leaves the pool inconsistent.
 #[derive(Debug, thiserror::Error)]

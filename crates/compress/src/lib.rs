@@ -58,8 +58,8 @@ pub use sequential::Sequential;
 use std::fmt;
 use std::str::FromStr;
 
-/// Bytes in a page.
-pub const PAGE_SIZE: usize = 4096;
+/// Bytes in a page: [`common::PAGE_SIZE`], re-exported.
+pub use common::PAGE_SIZE;
 /// zswap's largest compression batch (`ZSWAP_MAX_BATCH_SIZE`).
 pub const ZSWAP_MAX_BATCH_SIZE: usize = 8;
 /// Size of each output buffer: two pages, as zswap allocates, so no

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-const PAGE: usize = 4096;
+use common::PAGE_SIZE;
 
 /// Smallest allocation served from a region; `usize::MAX` until the
 /// settings are read (everything passes through before that).
@@ -337,7 +337,7 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
         return None;
     }
     let p = get()?;
-    let extra = if align > PAGE { align } else { 0 };
+    let extra = if align > PAGE_SIZE { align } else { 0 };
     let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;
     let base = region.as_ptr() as usize;
     let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
@@ -428,7 +428,9 @@ pub fn unmap_exact(addr: usize, len: usize) -> bool {
     let entry = {
         let mut table = p.table();
         let hit = table.get(&addr).is_some_and(|e| {
-            e.kind == Kind::Mapping && e.user == addr && len.div_ceil(PAGE) * PAGE == e.region.len()
+            e.kind == Kind::Mapping
+                && e.user == addr
+                && len.div_ceil(PAGE_SIZE) * PAGE_SIZE == e.region.len()
         });
         if hit {
             table.remove(&addr)

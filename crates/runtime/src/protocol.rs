@@ -73,8 +73,8 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-/// Bytes in a page.
-pub const PAGE: usize = zswap::PAGE_SIZE;
+/// Bytes in a page: [`common::PAGE_SIZE`].
+pub use common::PAGE_SIZE as PAGE;
 
 /// A swap slot of a store.
 pub type Slot = u64;

@@ -133,7 +133,7 @@ impl Measured {
     /// GiB swapped out: pages stored compressed (`zswpout`) plus pages
     /// written to the swap device (`pswpout`: zram's, or uncompressed).
     pub fn gib_swapped_out(&self) -> f64 {
-        ((self.zswpout + self.pswpout) * 4096) as f64 / (1u64 << 30) as f64
+        ((self.zswpout + self.pswpout) * common::PAGE_SIZE as u64) as f64 / (1u64 << 30) as f64
     }
 
     /// CPU seconds per GiB swapped out (0 when nothing was).

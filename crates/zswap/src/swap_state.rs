@@ -5,7 +5,7 @@
 use crate::stats::{Counters, Stats};
 use crate::zswap::{Reject, Zswap};
 use crate::{Config, Readahead, ZswapError};
-use compress::PAGE_SIZE;
+use common::PAGE_SIZE;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,9 +5,13 @@
 //!
 //! * [`PAGE_SIZE`] / [`PAGE_SHIFT`]: the base page (x86-64 and arm64 4K
 //!   kernels). Every crate uses this one; none defines its own.
+//! * [`rusage`]: `getrusage(2)` (and `wait4(2)`'s rusage) as CPU
+//!   durations and peak RSS bytes.
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
+
+pub mod rusage;
 
 /// Bytes in a base page.
 pub const PAGE_SIZE: usize = 4096;

@@ -57,11 +57,9 @@ pub struct UsememRow {
 }
 
 fn sys_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct we pass; zeroed is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid out pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
+    common::rusage::usage(common::rusage::Who::Process)
+        .sys
+        .as_secs_f64()
 }
 
 /// Runs every configuration.

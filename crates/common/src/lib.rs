@@ -7,11 +7,14 @@
 //!   kernels). Every crate uses this one; none defines its own.
 //! * [`rusage`]: `getrusage(2)` (and `wait4(2)`'s rusage) as CPU
 //!   durations and peak RSS bytes.
+//! * [`wakeup::Wakeup`]: waking a background thread (the runtime's
+//!   reclaimer, zswap's shrinker) without losing a kick.
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
 
 pub mod rusage;
+pub mod wakeup;
 
 /// Bytes in a base page.
 pub const PAGE_SIZE: usize = 4096;

@@ -69,7 +69,6 @@ pub mod settings;
 pub mod shared;
 mod sys;
 mod uffd;
-mod wakeup;
 
 pub use counters::RuntimeStats;
 pub use region::{PinGuard, Region};

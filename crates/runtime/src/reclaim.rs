@@ -20,7 +20,10 @@ impl Inner {
     pub(crate) fn reclaim_loop(&self) {
         self.register_runtime_thread();
         while !self.stopping() {
-            self.env.live().reclaim_wake.wait(Duration::from_millis(20));
+            self.env
+                .live()
+                .reclaim_wake
+                .wait_timeout(Duration::from_millis(20));
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();

@@ -9,10 +9,13 @@
 //!   durations and peak RSS bytes.
 //! * [`wakeup::Wakeup`]: waking a background thread (the runtime's
 //!   reclaimer, zswap's shrinker) without losing a kick.
+//! * [`rate_limit::RateLimit`]: at most once every interval (the runtime's
+//!   aging passes and shared-limit sweeps).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
 
+pub mod rate_limit;
 pub mod rusage;
 pub mod wakeup;
 

@@ -8,7 +8,7 @@ use runtime::settings::{format_size, Settings};
 use std::path::PathBuf;
 use uzswap_bench::kernel::{self, KernelSwap};
 use uzswap_bench::plot::Bar;
-use uzswap_bench::usemem30::{self, Measured, System, Workload};
+use uzswap_bench::usemem::{self, Measured, System, Workload};
 use uzswap_bench::{BenchError, Progress};
 
 /// The workload, as flags.
@@ -129,7 +129,7 @@ fn check_verified(rows: &[Measured]) -> Result<(), BenchError> {
 }
 
 pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
-    let params = usemem30::UsememParams {
+    let params = usemem::UsememParams {
         workload: a.workload.workload()?,
         limit_bytes: a.workload.limit(),
         compressors: a.compressors.clone(),
@@ -144,7 +144,7 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
     );
     let mut runs: Vec<Vec<Measured>> = Vec::new();
     for _ in 0..reps {
-        for (i, m) in usemem30::run(&params, &progress)?.into_iter().enumerate() {
+        for (i, m) in usemem::run(&params, &progress)?.into_iter().enumerate() {
             if runs.len() <= i {
                 runs.push(Vec::new());
             }
@@ -158,7 +158,7 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         a.workload.procs,
         a.workload.describe(),
     );
-    println!("{}", usemem30::table(&rows, &[]));
+    println!("{}", usemem::table(&rows, &[]));
     draw(
         a.workload.plot_path("usemem.png"),
         "usemem under uzswap",
@@ -271,7 +271,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
     for rep in 0..reps {
         for (i, (name, cfg)) in configs.iter().enumerate() {
             let m = match cfg {
-                PeerRun::Uzswap(s) => usemem30::run_uzswap(&w, s, &library)?,
+                PeerRun::Uzswap(s) => usemem::run_uzswap(&w, s, &library)?,
                 PeerRun::Kernel(k) => kernel::run_kernel(&w, k, a.workload.limit(), a.folio)?,
             };
             runs[i].push(m);
@@ -286,7 +286,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         a.workload.describe(),
         format_size(a.folio),
     );
-    println!("{}", usemem30::table(&rows, &[]));
+    println!("{}", usemem::table(&rows, &[]));
     print_ratios(&rows);
     draw(
         a.workload.plot_path("kernel-peer.png"),

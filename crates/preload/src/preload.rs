@@ -294,10 +294,11 @@ pub fn no_unwind<T>(hook: &str, f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// The runtime, started on first use. A runtime that cannot start (no
-/// userfaultfd) ends the program with the reason: it was asked to run
-/// under a memory limit it would not get.
-pub fn get() -> Option<&'static Preload> {
+/// The runtime, started on first use: its fault and reclaim threads and
+/// the stats server begin here ([`started`] never starts them). A runtime
+/// that cannot start (no userfaultfd) ends the program with the reason: it
+/// was asked to run under a memory limit it would not get.
+pub fn get_or_start() -> Option<&'static Preload> {
     let settings = SETTINGS.get()?;
     Some(PRELOAD.get_or_init(|| {
         let runtime = Runtime::new(settings.runtime_config())
@@ -336,7 +337,7 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     if !guard_ready() {
         return None;
     }
-    let p = get()?;
+    let p = get_or_start()?;
     let extra = if align > PAGE_SIZE { align } else { 0 };
     let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;
     let base = region.as_ptr() as usize;

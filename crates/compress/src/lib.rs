@@ -99,11 +99,12 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm at its default level, for tests and benchmarks.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::Lz4,
         Algorithm::Zstd(3),
         Algorithm::Deflate(6),
         Algorithm::Lzo,
+        Algorithm::LzoRle,
     ];
 }
 

@@ -9,12 +9,21 @@
 //!   crate's live atomics, its snapshot struct, their text form and docs
 //!   ([`counters`]).
 //! * [`name_value`]: the `name value` text form (`/proc/vmstat`, reports).
+//! * [`rusage`]: `getrusage(2)` (and `wait4(2)`'s rusage) as CPU
+//!   durations and peak RSS bytes.
+//! * [`wakeup::Wakeup`]: waking a background thread (the runtime's
+//!   reclaimer, zswap's shrinker) without losing a kick.
+//! * [`rate_limit::RateLimit`]: at most once every interval (the runtime's
+//!   aging passes and shared-limit sweeps).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
 
 pub mod counters;
 pub mod name_value;
+pub mod rate_limit;
+pub mod rusage;
+pub mod wakeup;
 
 /// Bytes in a base page.
 pub const PAGE_SIZE: usize = 4096;

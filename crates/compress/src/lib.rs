@@ -58,8 +58,8 @@ pub use sequential::Sequential;
 use std::fmt;
 use std::str::FromStr;
 
-/// Bytes in a page.
-pub const PAGE_SIZE: usize = 4096;
+/// Bytes in a page: [`common::PAGE_SIZE`], re-exported.
+pub use common::PAGE_SIZE;
 /// zswap's largest compression batch (`ZSWAP_MAX_BATCH_SIZE`).
 pub const ZSWAP_MAX_BATCH_SIZE: usize = 8;
 /// Size of each output buffer: two pages, as zswap allocates, so no
@@ -99,11 +99,12 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm at its default level, for tests and benchmarks.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::Lz4,
         Algorithm::Zstd(3),
         Algorithm::Deflate(6),
         Algorithm::Lzo,
+        Algorithm::LzoRle,
     ];
 }
 

@@ -17,7 +17,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-const PAGE: usize = 4096;
+use common::PAGE_SIZE as PAGE;
 
 /// Pins arena pages for the duration of one system call. Implemented by
 /// the runtime; called from the SIGSYS handler, so it must be

@@ -360,7 +360,14 @@ pub fn install_with(
 fn inherited_filter_traps(arena: &Range<usize>) -> bool {
     let before = counters::counters().traps;
     // SAFETY: a read of 0 bytes from fd -1: EBADF, touching no memory.
-    unsafe { libc::syscall(libc::SYS_read, -1, arena.start + 4096 * 16, 0usize) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_read,
+            -1,
+            arena.start + common::PAGE_SIZE * 16,
+            0usize,
+        )
+    };
     counters::counters().traps > before
 }
 

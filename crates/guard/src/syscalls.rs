@@ -1190,7 +1190,7 @@ impl Emit<'_> {
         let mut at = arr as usize;
         let mut n = 0usize;
         loop {
-            let page_end = (at | 4095).wrapping_add(1);
+            let page_end = (at | (common::PAGE_SIZE - 1)).wrapping_add(1);
             if page_end <= at {
                 return;
             }

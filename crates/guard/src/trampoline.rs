@@ -76,7 +76,7 @@ const GATE_CODE: [u8; 3] = [0x0f, 0x05, 0xc3];
 /// reservation, never used otherwise), or finds it there already.
 ///
 /// # Safety
-/// `[addr, addr + 4096)` is reserved by the caller for this, and no thread
+/// `[addr, addr + PAGE_SIZE)` is reserved by the caller for this, and no thread
 /// runs the trampoline while this runs (before the filter goes in).
 pub(crate) unsafe fn map_gate(addr: usize) -> std::io::Result<()> {
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
@@ -85,7 +85,7 @@ pub(crate) unsafe fn map_gate(addr: usize) -> std::io::Result<()> {
         libc::syscall(
             libc::SYS_mmap,
             addr,
-            4096usize,
+            common::PAGE_SIZE,
             libc::PROT_READ | libc::PROT_WRITE,
             flags,
             -1,
@@ -102,7 +102,7 @@ pub(crate) unsafe fn map_gate(addr: usize) -> std::io::Result<()> {
         libc::syscall(
             libc::SYS_mprotect,
             addr,
-            4096usize,
+            common::PAGE_SIZE,
             libc::PROT_READ | libc::PROT_EXEC,
         )
     } < 0

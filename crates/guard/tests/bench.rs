@@ -63,14 +63,7 @@ fn child(work: &str, mode: &str, mib: usize) -> f64 {
     let traps_before = guard::counters().traps;
     // CPU time of the process (all threads): the machine may be shared, and
     // wall time then mostly measures waiting for a CPU.
-    let cpu = || {
-        // SAFETY: getrusage fills a local struct.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    };
+    let cpu = || ::common::rusage::cpu_time(::common::rusage::Who::Process).as_secs_f64();
     let cpu0 = cpu();
     let blocks = mib * 256;
     let mut buf = vec![0u8; 4096];

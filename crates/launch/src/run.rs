@@ -121,12 +121,8 @@ pub struct Launch {
 
 /// User and system CPU time of this process's waited-for children so far.
 pub fn children_cpu() -> (Duration, Duration) {
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid rusage to fill.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    let u = common::rusage::usage(common::rusage::Who::Children);
+    (u.user, u.sys)
 }
 
 impl Launch {

@@ -5,7 +5,7 @@ use crate::libc_alloc as sys;
 use crate::preload::{self, no_unwind, Freed, Kind};
 use libc::{c_int, c_void, off_t, size_t};
 
-const PAGE: usize = 4096;
+use common::PAGE_SIZE;
 
 fn set_errno(e: c_int) {
     // SAFETY: errno is this thread's own.
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn memalign(align: size_t, size: size_t) -> *mut c_void {
 /// C `valloc`.
 #[no_mangle]
 pub unsafe extern "C" fn valloc(size: size_t) -> *mut c_void {
-    no_unwind("valloc", || aligned(PAGE, size))
+    no_unwind("valloc", || aligned(PAGE_SIZE, size))
 }
 
 /// # Safety
@@ -184,7 +184,7 @@ pub unsafe extern "C" fn valloc(size: size_t) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn pvalloc(size: size_t) -> *mut c_void {
     no_unwind("pvalloc", || {
-        aligned(PAGE, size.div_ceil(PAGE).max(1) * PAGE)
+        aligned(PAGE_SIZE, size.div_ceil(PAGE_SIZE).max(1) * PAGE_SIZE)
     })
 }
 
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn mmap(
     no_unwind("mmap", || {
         if !preload::passes_through() {
             if is_plain_anonymous(addr, prot, flags, fd) {
-                if let Some(p) = preload::alloc(len, PAGE, Kind::Mapping) {
+                if let Some(p) = preload::alloc(len, PAGE_SIZE, Kind::Mapping) {
                     return p as *mut c_void;
                 }
             } else if flags & libc::MAP_FIXED != 0 {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-const PAGE: usize = 4096;
+use common::PAGE_SIZE;
 
 /// Smallest allocation served from a region; `usize::MAX` until the
 /// settings are read (everything passes through before that).
@@ -295,10 +295,11 @@ pub fn no_unwind<T>(hook: &str, f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// The runtime, started on first use. A runtime that cannot start (no
-/// userfaultfd) ends the program with the reason: it was asked to run
-/// under a memory limit it would not get.
-pub fn get() -> Option<&'static Preload> {
+/// The runtime, started on first use: its fault and reclaim threads and
+/// the stats server begin here ([`started`] never starts them). A runtime
+/// that cannot start (no userfaultfd) ends the program with the reason: it
+/// was asked to run under a memory limit it would not get.
+pub fn get_or_start() -> Option<&'static Preload> {
     let settings = SETTINGS.get()?;
     Some(PRELOAD.get_or_init(|| {
         let runtime = Runtime::new(settings.runtime_config())
@@ -337,8 +338,8 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     if !guard_ready() {
         return None;
     }
-    let p = get()?;
-    let extra = if align > PAGE { align } else { 0 };
+    let p = get_or_start()?;
+    let extra = if align > PAGE_SIZE { align } else { 0 };
     let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;
     let base = region.as_ptr() as usize;
     let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
@@ -429,7 +430,9 @@ pub fn unmap_exact(addr: usize, len: usize) -> bool {
     let entry = {
         let mut table = p.table();
         let hit = table.get(&addr).is_some_and(|e| {
-            e.kind == Kind::Mapping && e.user == addr && len.div_ceil(PAGE) * PAGE == e.region.len()
+            e.kind == Kind::Mapping
+                && e.user == addr
+                && len.div_ceil(PAGE_SIZE) * PAGE_SIZE == e.region.len()
         });
         if hit {
             table.remove(&addr)

@@ -8,7 +8,7 @@ use crate::protocol::{Env, Event, KernelError, Slot, StoreError, StoreId, PAGE};
 use crate::shared::SharedLimit;
 use crate::sys;
 use crate::uffd::FaultMode;
-use crate::wakeup::Wakeup;
+use common::wakeup::Wakeup;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use userfaultfd::Uffd;

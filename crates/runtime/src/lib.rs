@@ -85,7 +85,6 @@ mod runtime;
 mod shared;
 mod sys;
 mod uffd;
-mod wakeup;
 
 pub use counters::RuntimeStats;
 pub use region::{PinGuard, Region};

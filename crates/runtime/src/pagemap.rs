@@ -3,6 +3,7 @@
 //! (their userfaultfd write-protect bit is clear). One ioctl answers for a
 //! whole region, as ranges.
 
+use common::PAGE_SIZE;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
@@ -49,9 +50,9 @@ impl PagemapScan {
             file: File::open("/proc/self/pagemap").ok()?,
         };
         // Probe on a page that is surely mapped: the one holding `scan`.
-        let page = &scan as *const Self as usize & !4095;
+        let page = &scan as *const Self as usize & !(PAGE_SIZE - 1);
         let mut out = Vec::new();
-        scan.written(page, page + 4096, &mut out).ok()?;
+        scan.written(page, page + PAGE_SIZE, &mut out).ok()?;
         Some(scan)
     }
 

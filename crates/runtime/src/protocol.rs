@@ -73,8 +73,8 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-/// Bytes in a page.
-pub const PAGE: usize = zswap::PAGE_SIZE;
+/// Bytes in a page: [`common::PAGE_SIZE`].
+pub use common::PAGE_SIZE as PAGE;
 
 /// A swap slot of a store.
 pub type Slot = u64;
@@ -118,8 +118,10 @@ pub struct Page {
     pub state: PageState,
     /// System calls in flight that use this page ([`Pin`]).
     pub pins: u16,
-    /// Reclaim passes it is spared for: it was written recently.
-    pub referenced: u8,
+    /// Reclaim passes it is still spared for, having been found written
+    /// by aging (up to [`WRITTEN_REPRIEVES`]): a count, not zswap's
+    /// second-chance `referenced` flag.
+    pub reprieves: u8,
     /// Write-protected by the last aging pass (or, in a forked child, at
     /// adoption): found unprotected later means written.
     pub armed: bool,
@@ -142,7 +144,7 @@ impl Page {
     pub const UNTOUCHED: Page = Page {
         state: PageState::Untouched,
         pins: 0,
-        referenced: 0,
+        reprieves: 0,
         armed: false,
         active: false,
         waiters: false,
@@ -1147,7 +1149,7 @@ impl Evict {
                         };
                         p.shadow = clock as u32;
                         p.armed = false;
-                        p.referenced = 0;
+                        p.reprieves = 0;
                         waiters |= std::mem::take(&mut p.waiters);
                     }
                 }
@@ -1212,7 +1214,7 @@ impl Evict {
 
 /// Takes up to `n` victims from the LRU, oldest first, marking them
 /// `Evicting`. A page refaulted within the workingset (active) or found
-/// written by aging (referenced) is passed over and queued again.
+/// written by aging (reprieves left) is passed over and queued again.
 fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize)> {
     let mut victims = Vec::new();
     let mut budget = st.lru.len();
@@ -1237,8 +1239,8 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize)
             st.lru.push_back(rec);
             continue;
         }
-        if page.referenced > 0 {
-            page.referenced -= 1;
+        if page.reprieves > 0 {
+            page.reprieves -= 1;
             env.count(Event::WrittenReprieved, 1);
             st.lru.push_back(rec);
             continue;
@@ -1358,7 +1360,7 @@ impl Age {
                     let hi = (end.min(base + len) - base) / PAGE;
                     for p in &mut r.pages[lo..hi] {
                         if p.state == PageState::Resident && p.armed {
-                            p.referenced = WRITTEN_REPRIEVES;
+                            p.reprieves = WRITTEN_REPRIEVES;
                             marked += 1;
                         }
                     }
@@ -1797,7 +1799,7 @@ pub fn adopt_after_fork(st: &mut State, parent_store: StoreId) {
             p.pins = 0;
             p.waiters = false;
             p.armed = false;
-            p.referenced = 0;
+            p.reprieves = 0;
             p.active = false;
             match p.state {
                 PageState::Resident => p.shared = true,

@@ -20,7 +20,10 @@ impl Inner {
     pub(crate) fn reclaim_loop(&self) {
         self.register_runtime_thread();
         while !self.stopping() {
-            self.env.live().reclaim_wake.wait(Duration::from_millis(20));
+            self.env
+                .live()
+                .reclaim_wake
+                .wait_timeout(Duration::from_millis(20));
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
@@ -112,19 +115,9 @@ impl Inner {
         if self.env.live().pagemap.is_none() {
             return;
         }
-        let now = self.now_ms();
-        let last = self.last_aging_ms.load(Ordering::Relaxed);
-        let due =
-            last == 0 || now.saturating_sub(last) >= self.cfg.aging_interval.as_millis() as u64;
-        if !due
-            || self
-                .last_aging_ms
-                .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
+        if self.aging.ready() {
+            self.age();
         }
-        self.age();
     }
 
     /// The store's shrinker, run here: writes back cold pages when the pool
@@ -154,14 +147,7 @@ impl Inner {
         let Some(shared) = &self.env.live().shared else {
             return;
         };
-        let now = self.now_ms();
-        let last = self.last_sweep_ms.load(Ordering::Relaxed);
-        if (last == 0 || now.saturating_sub(last) >= 100)
-            && self
-                .last_sweep_ms
-                .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
+        if self.sweep.ready() {
             shared.sweep();
         }
     }

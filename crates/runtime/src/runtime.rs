@@ -8,12 +8,13 @@ use crate::pagemap::PagemapScan;
 use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
 use crate::shared::SharedLimit;
 use crate::uffd::FaultMode;
-use crate::wakeup::Wakeup;
 use crate::{fatal, RuntimeError};
+use common::rate_limit::RateLimit;
+use common::wakeup::Wakeup;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zswap::Swap;
 
 /// Runtime settings.
@@ -91,12 +92,11 @@ pub(crate) struct Inner {
     /// nothing is evictable): throttled faults must not wait for it.
     pub reclaim_stalled: AtomicBool,
     runtime_tids: [AtomicI32; MAX_RUNTIME_THREADS],
-    /// When this runtime started: the clock of the two below.
-    pub born: Instant,
-    /// Milliseconds since `born` of the last aging pass and shared-limit
-    /// sweep (atomics: nothing a fork could copy locked).
-    pub last_aging_ms: AtomicU64,
-    pub last_sweep_ms: AtomicU64,
+    /// Aging passes, at most every `cfg.aging_interval`, and shared-limit
+    /// sweeps, at most every 100 ms (atomics: nothing a fork could copy
+    /// locked).
+    pub aging: RateLimit,
+    pub sweep: RateLimit,
     /// Fork generations of this process's swap file so far.
     pub generations: AtomicU64,
 }
@@ -182,11 +182,6 @@ impl Inner {
 
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
-    }
-
-    /// Milliseconds since this runtime started.
-    pub fn now_ms(&self) -> u64 {
-        self.born.elapsed().as_millis() as u64
     }
 
     /// Starts the fault handler and the reclaimer.
@@ -310,6 +305,7 @@ impl Runtime {
         crate::arena::global()?;
         let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only)?;
         let limit_pages = cfg.limit_bytes / PAGE;
+        let aging = RateLimit::new(cfg.aging_interval);
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -326,9 +322,8 @@ impl Runtime {
             stop: AtomicBool::new(false),
             reclaim_stalled: AtomicBool::new(false),
             runtime_tids: Default::default(),
-            born: Instant::now(),
-            last_aging_ms: AtomicU64::new(0),
-            last_sweep_ms: AtomicU64::new(0),
+            aging,
+            sweep: RateLimit::new(Duration::from_millis(100)),
             generations: AtomicU64::new(0),
         });
         let rt = Runtime { inner };

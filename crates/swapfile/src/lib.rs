@@ -65,8 +65,8 @@ use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes in a page (and a slot).
-pub const PAGE_SIZE: usize = 4096;
+/// Bytes in a page (and a slot): [`common::PAGE_SIZE`], re-exported.
+pub use common::PAGE_SIZE;
 
 /// Errors of the swap device. Each names the slot it concerns.
 #[derive(Debug, thiserror::Error)]

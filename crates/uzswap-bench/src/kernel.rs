@@ -6,7 +6,7 @@
 //! zswap's parameters, the THP sizes, swap devices, zram0, the cgroup, and
 //! debugfs if it was mounted for the run.
 
-use crate::usemem30::{run_workers, Measured, System, Workload};
+use crate::usemem::{run_workers, Measured, System, Workload};
 use crate::BenchError;
 use launch::format_size;
 use std::ffi::CString;

@@ -20,7 +20,7 @@ pub mod soak;
 pub mod store;
 pub mod syscalls;
 pub mod usemem;
-pub mod usemem30;
+pub mod usemem_threads;
 pub mod zsfree;
 
 pub use progress::Progress;

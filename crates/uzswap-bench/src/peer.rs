@@ -5,7 +5,7 @@
 //! median whole-job elapsed time stands for it.
 
 use crate::kernel::{self, KernelSwap};
-use crate::usemem30::{self, Measured, System, UsememParams, Workload};
+use crate::usemem::{self, Measured, System, UsememParams, Workload};
 use crate::{BenchError, Progress};
 use launch::Settings;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub fn usemem(
 ) -> Result<Vec<Measured>, BenchError> {
     let mut runs: Vec<Vec<Measured>> = Vec::new();
     for _ in 0..reps {
-        for (i, m) in usemem30::run(params, progress)?.into_iter().enumerate() {
+        for (i, m) in usemem::run(params, progress)?.into_iter().enumerate() {
             if runs.len() <= i {
                 runs.push(Vec::new());
             }
@@ -99,7 +99,7 @@ pub fn kernel_peer(p: &KernelPeerParams, progress: &Progress) -> Result<Vec<Meas
     for rep in 0..p.reps {
         for (i, (name, cfg)) in configs.iter().enumerate() {
             let m = match cfg {
-                PeerRun::Uzswap(s) => usemem30::run_uzswap(&p.workload, s, &p.library)?,
+                PeerRun::Uzswap(s) => usemem::run_uzswap(&p.workload, s, &p.library)?,
                 PeerRun::Kernel(k) => {
                     kernel::run_kernel(&p.workload, k, p.limit_bytes, p.folio_bytes)?
                 }

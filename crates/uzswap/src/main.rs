@@ -14,7 +14,9 @@ use clap::{Args, Parser, Subcommand};
 use compress::corpus::Corpus;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use uzswap_bench::{compression, density, readahead, store, usemem, zsfree, BenchError, Progress};
+use uzswap_bench::{
+    compression, density, readahead, store, usemem_threads, zsfree, BenchError, Progress,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -154,7 +156,7 @@ enum Bench {
     KernelPeer(peer::KernelPeerArgs),
     /// usemem with threads of this process on runtime regions (no
     /// LD_PRELOAD): per-page vs batched store.
-    UsememThreads(UsememArgs),
+    UsememThreads(UsememThreadsArgs),
     /// What the syscall guard costs a whole program: dd plain, with kernel
     /// faults handled, and with the guard (--user-mode-only), interleaved.
     Syscalls(SyscallsArgs),
@@ -174,7 +176,7 @@ struct SyscallsArgs {
 }
 
 #[derive(Args, Debug)]
-struct UsememArgs {
+struct UsememThreadsArgs {
     /// Writer threads.
     #[arg(long, default_value_t = 4)]
     threads: usize,
@@ -325,7 +327,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Syscalls(a))) => bench_syscalls(&a),
         Some(Command::Bench(Bench::Usemem(a))) => peer::usemem(&a),
         Some(Command::Bench(Bench::KernelPeer(a))) => peer::kernel_peer(&a),
-        Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem(&a),
+        Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem_threads(&a),
         Some(Command::Corpus(CorpusCmd::Capture(a))) => corpus_capture(&a),
         Some(Command::Corpus(CorpusCmd::Show { file })) => corpus_show(&file),
         Some(Command::Soak(a)) => soak(&a),
@@ -618,8 +620,8 @@ fn bench_readahead(a: &ReadaheadArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn bench_usemem(a: &UsememArgs) -> Result<(), BenchError> {
-    let params = usemem::UsememParams {
+fn bench_usemem_threads(a: &UsememThreadsArgs) -> Result<(), BenchError> {
+    let params = usemem_threads::UsememThreadsParams {
         threads: a.threads,
         bytes_per_thread: a.mib_per_thread << 20,
         limit_bytes: a.limit_mib << 20,
@@ -628,8 +630,8 @@ fn bench_usemem(a: &UsememArgs) -> Result<(), BenchError> {
         parallel: !a.sequential,
         read_back: !a.no_read_back,
     };
-    let progress = Progress::new("bench usemem", (params.algorithms.len() * 2) as u64);
-    let rows = usemem::run(&params, &progress)?;
+    let progress = Progress::new("bench usemem-threads", (params.algorithms.len() * 2) as u64);
+    let rows = usemem_threads::run(&params, &progress)?;
     progress.finish();
     println!(
         "usemem{}: {} MiB each, limit {} MiB, {} KiB folios, {} compressor backend{}",
@@ -648,6 +650,6 @@ fn bench_usemem(a: &UsememArgs) -> Result<(), BenchError> {
             ", every page read back and checked"
         }
     );
-    println!("{}", usemem::table(&rows));
+    println!("{}", usemem_threads::table(&rows));
     Ok(())
 }

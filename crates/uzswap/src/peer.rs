@@ -8,7 +8,7 @@ use launch::format_size;
 use std::path::PathBuf;
 use uzswap_bench::peer::{self, KernelPeerParams};
 use uzswap_bench::plot::Bar;
-use uzswap_bench::usemem30::{self, Measured, Workload};
+use uzswap_bench::usemem::{self, Measured, Workload};
 use uzswap_bench::{BenchError, Progress};
 
 /// The workload, as flags.
@@ -119,7 +119,7 @@ fn draw(path: Option<PathBuf>, title: &str, rows: &[Measured]) {
 }
 
 pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
-    let params = usemem30::UsememParams {
+    let params = usemem::UsememParams {
         workload: a.workload.workload()?,
         limit_bytes: a.workload.limit(),
         compressors: a.compressors.clone(),
@@ -139,7 +139,7 @@ pub fn usemem(a: &UsememArgs) -> Result<(), BenchError> {
         a.workload.procs,
         a.workload.describe(),
     );
-    println!("{}", usemem30::table(&rows, &[]));
+    println!("{}", usemem::table(&rows, &[]));
     draw(
         a.workload.plot_path("usemem.png"),
         "usemem under uzswap",
@@ -200,7 +200,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         format_size(a.folio),
         params.reps,
     );
-    println!("{}", usemem30::table(&rows, &[]));
+    println!("{}", usemem::table(&rows, &[]));
     print_ratios(&rows);
     draw(
         a.workload.plot_path("kernel-peer.png"),

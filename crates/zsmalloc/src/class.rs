@@ -8,8 +8,8 @@
 //!   are merged into the larger one, which is what the handle encodes.
 //! * A class with one object in a one-page zspage is *huge* (stored raw).
 
-/// Bytes in one backing page.
-pub const PAGE_SIZE: usize = 4096;
+/// Bytes in one backing page: [`common::PAGE_SIZE`], re-exported.
+pub use common::PAGE_SIZE;
 /// Smallest object the pool stores; smaller requests round up to it.
 pub const ZS_MIN_ALLOC_SIZE: usize = 32;
 /// Largest object the pool stores (one page).

@@ -52,9 +52,9 @@
 //! ## Lock order
 //!
 //! ```text
-//! pool_lock (RwLock)          compaction: write; read/write/map, PoolLock free: read
+//! pool_lock (RwLock)          compaction: write; read/write/read_to_vec, PoolLock free: read
 //!   class->lock (Mutex)       malloc, free, compaction, stats
-//!     zspage stripe (RwLock)  read/write/map; try_write to detach an empty zspage
+//!     zspage stripe (RwLock)  read/write/read_to_vec; try_write to detach an empty zspage
 //!       arena free list, handle free-list shard (leaf locks)
 //! ```
 //!

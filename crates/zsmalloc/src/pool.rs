@@ -233,7 +233,7 @@ pub struct Pool {
     config: Config,
     table: ClassTable,
     classes: Box<[SizeClass]>,
-    /// Excludes compaction (writer) from `read`/`write`/`map` and, on the
+    /// Excludes compaction (writer) from `read`/`write`/`read_to_vec` and, on the
     /// [`FreePath::PoolLock`] path, from `free` (readers).
     pool_lock: RwLock<()>,
     handles: HandleTable,
@@ -562,15 +562,15 @@ impl Pool {
         })?
     }
 
-    /// Calls `f` with the whole object (class size) mapped for reading; an
-    /// object that straddles two pages is copied into a buffer first, as
-    /// `zs_obj_read_begin` does.
-    pub fn map<R>(&self, handle: Handle, f: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
+    /// Copies the whole object (its class size, so the bytes past what was
+    /// written too) into a new buffer. Unlike the kernel's
+    /// `zs_obj_read_begin`, nothing is mapped in place: every read copies.
+    pub fn read_to_vec(&self, handle: Handle) -> Result<Vec<u8>, Error> {
         self.with_locked_object(handle, false, |loc, spec, next_pfn| {
             let mut buf = vec![0u8; spec.size];
             // SAFETY: as in `read`.
             unsafe { self.copy_out(loc, spec.size, next_pfn, &mut buf) };
-            f(&buf)
+            buf
         })
     }
 

@@ -82,7 +82,7 @@ fn run(ops: Vec<Op>, free_path: FreePath, page_release: PageRelease) {
                 let mut buf = vec![0; data.len()];
                 pool.read(*h, &mut buf).unwrap();
                 assert_eq!(&buf, data);
-                let whole = pool.map(*h, <[u8]>::to_vec).unwrap();
+                let whole = pool.read_to_vec(*h).unwrap();
                 assert_eq!(&whole[..data.len()], &data[..]);
             }
             Op::FreeStale(i) if !dead.is_empty() => {

@@ -131,7 +131,7 @@ impl Config {
         if self.store_batch == 0 || self.store_batch > 512 {
             return bad(format!("store_batch={} (1..=512)", self.store_batch));
         }
-        if self.swapfile_pages == 0 || self.total_ram_bytes < 4096 {
+        if self.swapfile_pages == 0 || self.total_ram_bytes < crate::PAGE_SIZE {
             return bad("swapfile_pages and total_ram_bytes must be positive".into());
         }
         Ok(())

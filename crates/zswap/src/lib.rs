@@ -47,7 +47,7 @@ pub use stats::Stats;
 pub use swap_state::{AroundPage, Source, Swap, SwapOutReport, WRITEBACK_BATCH};
 pub use zswap::{Reject, Zswap};
 
-pub use compress::PAGE_SIZE;
+pub use common::PAGE_SIZE;
 pub use swapfile::IoBackend;
 
 /// Errors of the swap store. None of them loses a stored page.

@@ -5,8 +5,9 @@
 use crate::stats::{Counters, Stats};
 use crate::zswap::{Reject, Zswap};
 use crate::{Config, Readahead, ZswapError};
-use compress::PAGE_SIZE;
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use common::wakeup::Wakeup;
+use common::PAGE_SIZE;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -65,7 +66,7 @@ pub struct Swap {
 }
 
 struct Shrinker {
-    wake: Arc<(Mutex<bool>, Condvar)>,
+    wake: Arc<Wakeup>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -477,9 +478,7 @@ impl Swap {
 
     fn kick_shrinker(&self) {
         if let Some(s) = self.shrinker.lock().as_ref() {
-            let (flag, cv) = &*s.wake;
-            *flag.lock() = true;
-            cv.notify_one();
+            s.wake.kick();
         } else if self.cfg.shrinker_enabled && !self.cfg.shrinker_thread && self.cfg.writeback {
             self.shrink_wanted.store(true, Ordering::Release);
         } else {
@@ -551,20 +550,13 @@ impl Swap {
 
 impl Shrinker {
     fn start(swap: Weak<Swap>) -> std::io::Result<Self> {
-        let wake = Arc::new((Mutex::new(false), Condvar::new()));
+        let wake = Arc::new(Wakeup::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (w, st) = (wake.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("uzswap/shrink".into())
             .spawn(move || loop {
-                {
-                    let (flag, cv) = &*w;
-                    let mut f = flag.lock();
-                    while !*f && !st.load(Ordering::Acquire) {
-                        cv.wait(&mut f);
-                    }
-                    *f = false;
-                }
+                w.wait();
                 if st.load(Ordering::Acquire) {
                     return;
                 }
@@ -585,7 +577,7 @@ impl Drop for Swap {
     fn drop(&mut self) {
         if let Some(mut s) = self.shrinker.lock().take() {
             s.stop.store(true, Ordering::Release);
-            s.wake.1.notify_all();
+            s.wake.kick();
             // The shrinker may itself drop the last reference: never join self.
             if let Some(t) = s
                 .thread

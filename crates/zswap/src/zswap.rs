@@ -3,7 +3,8 @@
 
 use crate::stats::Counters;
 use crate::{Config, ZswapError};
-use compress::{new_compressor, Batch, CompressError, Compressor, PAGE_SIZE};
+use common::PAGE_SIZE;
+use compress::{new_compressor, Batch, CompressError, Compressor};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

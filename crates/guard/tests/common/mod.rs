@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 use userfaultfd::{Event, FaultKind, FeatureFlags, RegisterMode, Uffd, UffdBuilder};
 
-pub const PAGE: usize = 4096;
+pub use ::common::PAGE_SIZE as PAGE;
 /// 1 TiB, aligned to 1 TiB.
 pub const ARENA_SIZE: usize = 1 << 40;
 

@@ -4,7 +4,7 @@
 
 use runtime::RuntimeConfig;
 
-pub const PAGE: usize = 4096;
+pub use ::common::PAGE_SIZE as PAGE;
 
 pub fn config(limit_pages: usize) -> RuntimeConfig {
     let swap = zswap::Config {

@@ -20,7 +20,7 @@ use compress::corpus::Corpus;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const PAGE: usize = 4096;
+use common::PAGE_SIZE;
 
 struct Args {
     procs: usize,
@@ -73,7 +73,7 @@ fn parse() -> Result<Args, String> {
     let size = size.ok_or_else(|| format!("no SIZE; {USAGE}"))?;
     a.bytes =
         launch::parse_size(&size).ok_or_else(|| format!("SIZE {size:?}: a size such as 256M"))?;
-    if a.bytes < PAGE {
+    if a.bytes < PAGE_SIZE {
         return Err("SIZE must be at least one page".into());
     }
     if a.procs == 0 {
@@ -90,8 +90,8 @@ fn page_of(corpus: &[&[u8]], i: usize, out: &mut [u8]) {
 
 /// One worker: map, write, read back; returns the exit code.
 fn worker(args: &Args, pages: &[&[u8]]) -> u8 {
-    let npages = args.bytes.div_ceil(PAGE);
-    let len = npages * PAGE;
+    let npages = args.bytes.div_ceil(PAGE_SIZE);
+    let len = npages * PAGE_SIZE;
     let t0 = Instant::now();
     // SAFETY: a fresh private anonymous mapping; the result is checked.
     let ptr = unsafe {
@@ -115,7 +115,7 @@ fn worker(args: &Args, pages: &[&[u8]]) -> u8 {
     // and stays mapped until the process exits.
     let mem = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
     let start = Instant::now();
-    for (i, page) in mem.chunks_exact_mut(PAGE).enumerate() {
+    for (i, page) in mem.chunks_exact_mut(PAGE_SIZE).enumerate() {
         page_of(pages, i, page);
     }
     let write = start.elapsed();
@@ -123,9 +123,9 @@ fn worker(args: &Args, pages: &[&[u8]]) -> u8 {
     let mut verified = "skipped";
     if args.read_back {
         let start = Instant::now();
-        let mut expect = vec![0u8; PAGE];
+        let mut expect = vec![0u8; PAGE_SIZE];
         let mut bad = None;
-        for (i, page) in mem.chunks_exact(PAGE).enumerate() {
+        for (i, page) in mem.chunks_exact(PAGE_SIZE).enumerate() {
             page_of(pages, i, &mut expect);
             if page != &expect[..] {
                 bad.get_or_insert(i);

@@ -183,12 +183,13 @@ pub fn run(user: &User, job: &Job) -> Result<Measured, String> {
     drop(child);
     let timed_out = timed_out?;
     let (status, usage) = reaped?;
+    let usage = common::rusage::Usage::from(&usage);
     Ok(Measured {
         code: exit_code(status),
         timed_out,
         elapsed,
-        cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
-        max_rss: usage.ru_maxrss.max(0) as u64 * 1024,
+        cpu: usage.cpu(),
+        max_rss: usage.max_rss_bytes,
     })
 }
 
@@ -253,10 +254,6 @@ fn exit_code(status: libc::c_int) -> i32 {
     } else {
         libc::WEXITSTATUS(status)
     }
-}
-
-fn timeval(t: libc::timeval) -> Duration {
-    Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
 }
 
 /// The signal name of an exit code above 128, as `uzswap run` and shells

@@ -51,9 +51,11 @@ mod stats;
 #[global_allocator]
 static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
 
-/// Runs when the library is loaded: reads the settings (a bad one stops the
-/// program with a clear message).
+/// Runs when the library is loaded: the stats server is set to start with
+/// the runtime (`stats` depends on `preload`, never the reverse), and the
+/// settings are read (a bad one stops the program with a clear message).
 extern "C" fn on_load() {
+    preload::on_runtime_start(stats::start_server);
     preload::no_unwind("load", preload::load_settings);
 }
 

@@ -1,11 +1,12 @@
 //! The process-wide state: settings, the runtime, and the table of regions
 //! handed to the program.
 
+use launch::report::ProgramCounters;
 use launch::Settings;
 use runtime::{Region, Runtime};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -54,8 +55,9 @@ pub struct Preload {
     pub runtime: Runtime,
     table: Mutex<BTreeMap<usize, Entry>>,
     pub settings: Settings,
-    pub region_allocs: AtomicU64,
-    pub regions_released: AtomicU64,
+    /// `region_allocs` and `regions_released` (the report's other program
+    /// figures are filled in when it is made).
+    pub counters: ProgramCounters,
 }
 
 impl Preload {
@@ -129,7 +131,7 @@ extern "C" fn after_fork_in_child() {
         // handler, which ran first): it serves its own counters.
         if started().is_some() {
             OWNER_PID.store(std::process::id(), Ordering::Relaxed);
-            crate::stats::start_server();
+            runtime_started();
         }
     })
 }
@@ -295,6 +297,23 @@ pub fn no_unwind<T>(hook: &str, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// What runs when a runtime starts in this process (at first use, and
+/// again in a forked child, which has a runtime of its own). Set once at
+/// load (`lib.rs`: the stats server): the regions know nothing of who
+/// reports on them.
+static ON_RUNTIME_START: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what runs when a runtime starts (once; later calls are ignored).
+pub fn on_runtime_start(f: fn()) {
+    let _ = ON_RUNTIME_START.set(f);
+}
+
+fn runtime_started() {
+    if let Some(f) = ON_RUNTIME_START.get() {
+        f();
+    }
+}
+
 /// The runtime, started on first use: its fault and reclaim threads and
 /// the stats server begin here ([`started`] never starts them). A runtime
 /// that cannot start (no userfaultfd) ends the program with the reason: it
@@ -308,11 +327,10 @@ pub fn get_or_start() -> Option<&'static Preload> {
             runtime,
             table: Mutex::new(BTreeMap::new()),
             settings: settings.clone(),
-            region_allocs: AtomicU64::new(0),
-            regions_released: AtomicU64::new(0),
+            counters: ProgramCounters::new(),
         };
         OWNER_PID.store(std::process::id(), Ordering::Relaxed);
-        crate::stats::start_server();
+        runtime_started();
         p
     }))
 }
@@ -345,7 +363,7 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
     LO.fetch_min(base, Ordering::Relaxed);
     HI.fetch_max(base + region.len(), Ordering::Relaxed);
-    p.region_allocs.fetch_add(1, Ordering::Relaxed);
+    p.counters.region_allocs.fetch_add(1, Ordering::Relaxed);
     p.table().insert(base, Entry { region, user, kind });
     Some(user)
 }
@@ -473,7 +491,9 @@ pub fn release_overlapping(addr: usize, len: usize) -> usize {
         // The mapping stays; from now on it is the program's own.
         let _ = e.region.into_plain();
     }
-    p.regions_released.fetch_add(n as u64, Ordering::Relaxed);
+    p.counters
+        .regions_released
+        .fetch_add(n as u64, Ordering::Relaxed);
     n
 }
 

@@ -7,7 +7,6 @@ use launch::report::{self, ProcessReport, ProgramStats};
 use launch::settings::env;
 use std::io::Write;
 use std::os::unix::net::UnixListener;
-use std::sync::atomic::Ordering;
 
 /// Every counter: the program's regions, the guard's, the runtime's, the
 /// swap store's. `None` before the runtime has started.
@@ -21,8 +20,7 @@ pub fn report() -> Option<ProcessReport> {
             folio_bytes: p.settings.folio_bytes as u64,
             regions,
             region_bytes,
-            region_allocs: p.region_allocs.load(Ordering::Relaxed),
-            regions_released: p.regions_released.load(Ordering::Relaxed),
+            ..p.counters.snapshot()
         },
         guard: guard::handler_installed().then(guard::counters),
         runtime: p.runtime.stats(),

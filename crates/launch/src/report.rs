@@ -87,8 +87,12 @@ impl ProcessReport {
     /// Reads [`ProcessReport::render`]'s form back. Every counter of every
     /// section must be there (the guard's section is optional as a whole).
     pub fn parse(text: &str) -> Result<Self, ReportError> {
-        let fields = parse(text)?;
-        let get = |name: &str| fields.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        Self::from_fields(&parse(text)?)
+    }
+
+    /// Reads every section from `(name, value)` pairs.
+    fn from_fields(fields: &[(String, u64)]) -> Result<Self, ReportError> {
+        let get = |name: &str| common::name_value::get(fields, name);
         let guarded = |name: &str| get(&format!("{GUARD_PREFIX}{name}"));
         Ok(Self {
             program: ProgramStats::from_fields(get)?,
@@ -142,10 +146,9 @@ impl RunReport {
 
     pub fn parse(text: &str) -> Result<Self, ReportError> {
         let fields = parse(text)?;
-        let get = |name: &str| fields.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
         Ok(Self {
-            run: RunStats::from_fields(get)?,
-            total: ProcessReport::parse(text)?,
+            run: RunStats::from_fields(|name| common::name_value::get(&fields, name))?,
+            total: ProcessReport::from_fields(&fields)?,
         })
     }
 }
@@ -172,7 +175,7 @@ impl ProcessReport {
         if !guarded {
             sums.retain(|(n, _)| !n.starts_with(GUARD_PREFIX));
         }
-        let mut total = ProcessReport::parse(&render(&sums))
+        let mut total = ProcessReport::from_fields(&sums)
             .expect("a sum of reports has every counter of a report");
         total.program.pid = 0;
         total.program.limit_bytes = limit;

@@ -18,13 +18,17 @@ common::counters! {
     /// What the preloaded program holds: its settings in force and its
     /// regions.
     pub struct ProgramStats;
-    /// The preload library's live counters (`pid`, `limit_bytes` and
-    /// `folio_bytes` are filled in when a report is made).
+    /// The preload library's live counters (`pid`, `limit_bytes`,
+    /// `peak_rss_bytes` and `folio_bytes` are filled in when a report is
+    /// made).
     pub struct ProgramCounters;
     /// The process.
     pid: u64,
-    /// The resident limit in force (`--limit`).
+    /// The limit in force (`--limit`).
     limit_bytes: u64,
+    /// The process's peak resident set size so far (`ru_maxrss`): all of
+    /// its memory, paged or not, uzswap's pool and tables included.
+    peak_rss_bytes: u64,
     /// The folio size in force (`--folio`).
     folio_bytes: u64,
     /// Regions held now.
@@ -121,6 +125,9 @@ common::counters! {
     user_us: u64,
     /// System CPU time of the program and its children, µs.
     sys_us: u64,
+    /// Peak resident set size of the largest process of the run, bytes
+    /// (`ru_maxrss` of the waited-for children).
+    max_rss_bytes: u64,
 }
 
 /// A whole run: how it ended, and its processes' counters summed.

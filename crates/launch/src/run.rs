@@ -84,6 +84,15 @@ impl Outcome {
         self.processes.iter().map(counter).sum()
     }
 
+    /// The largest peak RSS of the run's reporting processes, bytes.
+    pub fn max_rss_bytes(&self) -> u64 {
+        self.processes
+            .iter()
+            .map(|r| r.program.peak_rss_bytes)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// How the run ended and its counters summed (`--stats-out`).
     pub fn report(&self) -> RunReport {
         RunReport {
@@ -93,6 +102,7 @@ impl Outcome {
                 elapsed_us: self.elapsed.as_micros() as u64,
                 user_us: self.user.as_micros() as u64,
                 sys_us: self.sys.as_micros() as u64,
+                max_rss_bytes: self.max_rss_bytes(),
             },
             total: ProcessReport::sum(&self.processes),
         }

@@ -105,7 +105,8 @@ pub struct SettingsError {
 /// Settings of a program-wide runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// Resident bytes of paged memory above which reclaim starts.
+    /// Bytes of paged memory above which reclaim starts: resident pages,
+    /// the compressed pool and uzswap's tables (a memcg's charge).
     pub limit_bytes: usize,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.
@@ -362,11 +363,30 @@ impl Settings {
 
     /// The runtime configuration these settings describe. The pool limit is
     /// a percentage of the machine's memory, as in the kernel.
+    /// The pool limit in force: `--pool-limit` if given, else half the
+    /// limit (the pool is charged to it: half leaves the other half for
+    /// resident pages, and past it the coldest pages are written back), or
+    /// the whole limit without writeback (a full pool could not shrink: the
+    /// limit itself bounds it), and at most `max_pool_percent` of this
+    /// machine's memory (zswap's own bound).
+    pub fn pool_limit(&self) -> usize {
+        self.pool_limit_bytes.unwrap_or_else(|| {
+            let of_ram =
+                (machine_ram_bytes() as u128 * u128::from(self.max_pool_percent) / 100) as usize;
+            let share = if self.writeback {
+                self.limit_bytes / 2
+            } else {
+                self.limit_bytes
+            };
+            share.min(of_ram).max(PAGE_SIZE)
+        })
+    }
+
     pub fn runtime_config(&self) -> RuntimeConfig {
         let mut swap = zswap::Config {
             compressor: self.compressor,
             max_pool_percent: self.max_pool_percent,
-            pool_limit_bytes: self.pool_limit_bytes,
+            pool_limit_bytes: Some(self.pool_limit()),
             writeback: self.writeback,
             total_ram_bytes: machine_ram_bytes(),
             swapfile_dir: self.swapfile_dir.clone(),
@@ -428,6 +448,42 @@ mod tests {
             assert_eq!(parse_size(&format_size(b)), Some(b));
         }
         assert_eq!(format_size(512 << 20), "512M");
+    }
+
+    #[test]
+    fn the_default_pool_limit_is_a_share_of_the_limit() {
+        let ram = machine_ram_bytes();
+        let s = Settings {
+            limit_bytes: 64 << 20,
+            max_pool_percent: 100,
+            ..Settings::default()
+        };
+        assert_eq!(s.pool_limit(), (32 << 20).min(ram));
+        let no_writeback = Settings {
+            writeback: false,
+            ..s.clone()
+        };
+        assert_eq!(no_writeback.pool_limit(), (64 << 20).min(ram));
+        let given = Settings {
+            pool_limit_bytes: Some(8 << 20),
+            ..s.clone()
+        };
+        assert_eq!(given.pool_limit(), 8 << 20);
+        // Never more than max_pool_percent of the machine.
+        let huge = Settings {
+            limit_bytes: usize::MAX / 2,
+            max_pool_percent: 20,
+            ..s
+        };
+        assert_eq!(
+            huge.pool_limit(),
+            (ram as u128 * 20 / 100) as usize,
+            "capped by max_pool_percent"
+        );
+        assert_eq!(
+            huge.runtime_config().swap.max_pool_bytes(),
+            huge.pool_limit()
+        );
     }
 
     #[test]

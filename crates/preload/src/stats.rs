@@ -17,6 +17,7 @@ pub fn report() -> Option<ProcessReport> {
         program: ProgramStats {
             pid: u64::from(std::process::id()),
             limit_bytes: p.settings.limit_bytes as u64,
+            peak_rss_bytes: common::rusage::usage(common::rusage::Who::Process).max_rss_bytes,
             folio_bytes: p.settings.folio_bytes as u64,
             regions,
             region_bytes,

@@ -1,9 +1,13 @@
 //! Reclaim: the reclaim thread (kswapd's role) evicts the oldest pages
-//! while residency is over the limit; a fault that finds residency far
-//! over it (past 125% plus one batch) is throttled: its thread sleeps until
-//! reclaim has caught up (`memory.high` throttling). Aging runs before eviction, at most every
-//! `aging_interval`. Policy only: what an eviction does is
-//! [`crate::protocol::Evict`].
+//! while the process's charge is over the limit. The charge is what a
+//! memcg counts ([`Inner::own_charge`]): resident pages, the swap store's
+//! pool and entries, the page-state tables. When nothing resident is left
+//! to evict and the pool itself is the charge, it writes the pool's
+//! coldest pages back to the swap file. A fault that finds the charge far
+//! over the limit (past 125% plus one batch) is throttled: its thread
+//! sleeps until reclaim has caught up (`memory.high` throttling). Aging
+//! runs before eviction, at most every `aging_interval`. Policy only: what
+//! an eviction does is [`crate::protocol::Evict`].
 
 use crate::protocol::Env;
 use crate::protocol::{Age, Evict};
@@ -29,14 +33,36 @@ impl Inner {
             self.shrink_store();
             while !self.stopping() && self.charged() > self.limit_pages {
                 self.inject_failure();
-                let n = self.evict(self.cfg.reclaim_batch);
+                let mut n = self.evict(self.cfg.reclaim_batch);
                 self.shrink_store();
+                if n == 0 {
+                    // Nothing resident to evict, yet over the limit: the
+                    // pool's own pages are the charge. Write its coldest
+                    // back (the zswap shrinker under memcg pressure).
+                    n = self.write_back(self.cfg.reclaim_batch);
+                }
                 self.reclaim_stalled.store(n == 0, Ordering::Release);
                 if n == 0 {
                     break;
                 }
             }
         }
+    }
+
+    /// Writes up to `n` of the pool's coldest pages back to the swap file;
+    /// returns how many (0 without writeback, or on an I/O error, which the
+    /// store counts).
+    fn write_back(&self, n: usize) -> usize {
+        let done = {
+            let _gate = self
+                .env
+                .gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.env.live().own.writeback(n).unwrap_or(0)
+        };
+        self.publish_charge();
+        done
     }
 
     /// Tests of the fatal path: fail as configured.
@@ -131,6 +157,8 @@ impl Inner {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             own.shrink();
+            drop(_gate);
+            self.publish_charge();
         }
     }
 

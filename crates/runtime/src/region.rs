@@ -22,7 +22,7 @@ impl Runtime {
             bytes,
             RegisterMode::MISSING | RegisterMode::WRITE_PROTECT,
         ) {
-            self.inner.lock().regions.remove(&base);
+            self.inner.lock().remove_region(base);
             // SAFETY: the room was carved above and nothing uses it.
             unsafe { arena.give_back(base, bytes) };
             return Err(RuntimeError::Uffd(format!("registering a region: {e}")));

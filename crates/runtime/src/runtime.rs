@@ -21,7 +21,8 @@ use zswap::Swap;
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
     pub swap: zswap::Config,
-    /// Resident bytes above which pages are reclaimed (`memory.high`).
+    /// Bytes above which pages are reclaimed (`memory.high`): resident
+    /// pages, the swap store's pool and entries, the page-state tables.
     pub limit_bytes: usize,
     /// Pages evicted per reclaim step.
     pub reclaim_batch: usize,
@@ -126,7 +127,7 @@ impl Inner {
                     }
                 }
                 Ok(Step::Done(v)) => {
-                    self.publish_resident();
+                    self.publish_charge();
                     return v;
                 }
                 Err(e) => fatal::die(&e.to_string()),
@@ -138,11 +139,24 @@ impl Inner {
         protocol::lock(&self.state)
     }
 
-    /// Publishes this process's resident pages to a shared limit.
-    fn publish_resident(&self) {
+    /// Publishes this process's charge to a shared limit.
+    pub(crate) fn publish_charge(&self) {
         if let Some(s) = &self.env.live().shared {
-            s.publish(self.lock().resident);
+            s.publish(self.own_charge());
         }
+    }
+
+    /// The pages this process's memory costs, as a memcg charges them:
+    /// resident region pages, the swap store's pool and entries
+    /// ([`zswap::Swap::charged_pages`]), and the page-state table of every
+    /// region ([`protocol::Page`] per page, touched or not).
+    pub fn own_charge(&self) -> usize {
+        let (resident, region_pages) = {
+            let st = self.lock();
+            (st.resident, st.region_pages)
+        };
+        let table = (region_pages * std::mem::size_of::<protocol::Page>()).div_ceil(PAGE);
+        resident + table + self.env.live().own.charged_pages()
     }
 
     /// The pages the limit applies to: ours, or all processes' of a shared
@@ -150,7 +164,7 @@ impl Inner {
     pub fn charged(&self) -> usize {
         match &self.env.live().shared {
             Some(s) => s.total(),
-            None => self.lock().resident,
+            None => self.own_charge(),
         }
     }
 
@@ -348,8 +362,13 @@ impl Runtime {
 
     /// The runtime's counters.
     pub fn stats(&self) -> RuntimeStats {
+        // Apart: a guard in the literal would live to its end, and
+        // `own_charge` takes the state lock too.
+        let resident = self.inner.lock().resident;
+        let charged = self.inner.own_charge();
         RuntimeStats {
-            resident_pages: self.inner.lock().resident as u64,
+            resident_pages: resident as u64,
+            charged_pages: charged as u64,
             limit_pages: self.inner.limit_pages as u64,
             write_tracking: self.inner.env.live().pagemap.is_some(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,

@@ -14,7 +14,8 @@ pub fn size_arg(s: &str) -> Result<usize, String> {
 /// Settings of a program's runtime, as flags.
 #[derive(Args, Debug, Clone)]
 pub struct RuntimeArgs {
-    /// Resident limit of the paged memory (memory.high's role): 512M, 2G…
+    /// Memory limit of the paged memory (memory.high's role), counting
+    /// resident pages, the compressed pool and uzswap's tables: 512M, 2G…
     #[arg(long, default_value = "512M", value_parser = size_arg)]
     pub limit: usize,
     /// Compressor: lz4, lzo, lzo-rle, zstd[:LEVEL], deflate[:LEVEL].
@@ -29,11 +30,13 @@ pub struct RuntimeArgs {
     /// Allocations and anonymous mappings from this size up are paged.
     #[arg(long, default_value = "128K", value_parser = size_arg)]
     pub min_alloc: usize,
-    /// zswap pool limit, percent of this machine's memory.
+    /// zswap pool limit, percent of this machine's memory (the default
+    /// pool limit is half of --limit, and at most this).
     #[arg(long, default_value_t = 20)]
     pub max_pool_percent: u32,
     /// zswap pool limit in bytes (memory.zswap.max): 64M, 1G… Replaces
-    /// --max-pool-percent.
+    /// the default (half of --limit, at most --max-pool-percent of memory).
+    /// The pool counts in --limit either way.
     #[arg(long, value_parser = size_arg)]
     pub pool_limit: Option<usize>,
     /// Never write pages to the swap file (memory.zswap.writeback=0).
@@ -113,7 +116,9 @@ pub struct RunArgs {
 type Counter = fn(&ProcessReport) -> u64;
 
 /// The rows users compare, in the kernel's names.
-const SUMMARY: [(&str, Counter); 16] = [
+const SUMMARY: [(&str, Counter); 18] = [
+    ("peak_rss_bytes", |r| r.program.peak_rss_bytes),
+    ("charged_pages", |r| r.runtime.charged_pages),
     ("region_allocs", |r| r.program.region_allocs),
     ("region_bytes", |r| r.program.region_bytes),
     ("faults", |r| r.runtime.faults),
@@ -218,6 +223,13 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             outcome.user.as_secs_f64(),
             outcome.sys.as_secs_f64()
         );
+        if !outcome.processes.is_empty() {
+            eprintln!(
+                "uzswap: peak RSS {} (the largest process, all its memory), limit {}",
+                format_size(outcome.max_rss_bytes() as usize),
+                format_size(settings.limit_bytes),
+            );
+        }
         for why in &outcome.unreadable {
             eprintln!("uzswap: a process's report could not be read: {why}");
         }

@@ -44,7 +44,9 @@ mod zswap;
 
 pub use config::{Config, ConfigError, Readahead};
 pub use stats::Stats;
-pub use swap_state::{AroundPage, Source, Swap, SwapOutReport, WRITEBACK_BATCH};
+pub use swap_state::{
+    AroundPage, Source, Swap, SwapOutReport, ENTRY_METADATA_BYTES, WRITEBACK_BATCH,
+};
 pub use zswap::{Reject, Zswap};
 
 pub use common::PAGE_SIZE;

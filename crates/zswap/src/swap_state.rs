@@ -18,6 +18,12 @@ const SLOT_LOCKS: usize = 1024;
 /// Pages written back per shrinker batch.
 pub const WRITEBACK_BATCH: usize = 32;
 
+/// Memory a stored entry takes besides its compressed bytes: its tree
+/// entry (key and [`crate::zswap::Entry`], plus the hash table's control
+/// byte and spare room) and its LRU record. An estimate, checked against
+/// the types' sizes by a test.
+pub const ENTRY_METADATA_BYTES: usize = 64;
+
 /// Where a swapped-out folio went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SwapOutReport {
@@ -536,6 +542,16 @@ impl Swap {
                 Ok(_) => {}
             }
         }
+    }
+
+    /// Pages of memory the store holds for its owner, as a memcg charges
+    /// zswap: the pool's pages and the metadata of each stored entry (its
+    /// tree entry and LRU record, about [`ENTRY_METADATA_BYTES`]). The swap
+    /// cache is not counted: it is bounded (`swap_cache_pages`). Lock-free:
+    /// reclaim reads it at every fault.
+    pub fn charged_pages(&self) -> usize {
+        let metadata = self.zswap.stored_pages() * ENTRY_METADATA_BYTES;
+        self.zswap.pool_pages() + metadata.div_ceil(PAGE_SIZE)
     }
 
     /// All counters, with the kernel's names.

@@ -114,6 +114,11 @@ impl Zswap {
         self.stored.load(Ordering::Relaxed)
     }
 
+    /// Pages the pool's zspages use now.
+    pub fn pool_pages(&self) -> usize {
+        self.pool.pages_allocated()
+    }
+
     pub fn pool_total_size(&self) -> usize {
         self.pool.pages_allocated() * PAGE_SIZE
     }
@@ -364,5 +369,24 @@ impl Zswap {
     /// The victim's writeback failed: keep it, at the LRU tail.
     pub(crate) fn requeue(&self, v: Victim) {
         self.lru.lock().push_back(v);
+    }
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use super::{Entry, Victim};
+    use crate::ENTRY_METADATA_BYTES;
+
+    /// The charge per stored entry covers its tree slot (key and entry,
+    /// with hashbrown's control byte and its 7/8 load factor) and one LRU
+    /// record.
+    #[test]
+    fn entry_metadata_estimate_covers_the_types() {
+        let tree_slot = (std::mem::size_of::<(u64, Entry)>() + 1) * 8 / 7;
+        let lru_record = std::mem::size_of::<Victim>();
+        assert!(
+            tree_slot + lru_record <= ENTRY_METADATA_BYTES,
+            "{tree_slot} + {lru_record} > {ENTRY_METADATA_BYTES}"
+        );
     }
 }

@@ -39,6 +39,8 @@ common::counters! {
     region_allocs: u64,
     /// Regions released (freed, unmapped).
     regions_released: u64,
+    /// `realloc`s that grew a region in place (no copy, no swap-in).
+    regions_grown: u64,
 }
 
 /// Every counter of one process.

@@ -70,9 +70,11 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
         let old_usable = match preload::usable_size(ptr as usize) {
             // A region that still fits (and is not far too big) stays.
             Some(usable) if size <= usable && size >= usable / 2 => return ptr,
+            // Grown where it is: no copy, no page brought back in.
+            Some(usable) if size > usable && preload::grow(ptr as usize, size) => return ptr,
             Some(usable) => usable,
             None => {
-                if let Some(new) = region_or_null(size, 16) {
+                if let Some(new) = moved_region(size) {
                     // A glibc block grown past the threshold moves to a region.
                     // SAFETY: `ptr` is glibc's; the new region holds `size` bytes.
                     unsafe {
@@ -90,8 +92,13 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
                 return unsafe { sys::realloc(ptr, size) };
             }
         };
-        // SAFETY: malloc's contract.
-        let new = unsafe { malloc(size) };
+        let new = if size > old_usable {
+            // SAFETY: malloc's contract.
+            moved_region(size).unwrap_or_else(|| unsafe { malloc(size) })
+        } else {
+            // SAFETY: malloc's contract.
+            unsafe { malloc(size) }
+        };
         if !new.is_null() {
             // SAFETY: the old region holds `old_usable` bytes, the new block
             // `size`; they are distinct.
@@ -106,6 +113,13 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
         }
         new
     })
+}
+
+/// A region for a block `realloc` grows out of its place, with room to
+/// grow in place from then on ([`preload::REALLOC_ROOM`] times its size).
+fn moved_region(size: usize) -> Option<*mut c_void> {
+    let room = size.saturating_mul(preload::REALLOC_ROOM);
+    preload::alloc_with_room(size, 16, Kind::Malloc, room).map(|p| p as *mut c_void)
 }
 
 /// # Safety

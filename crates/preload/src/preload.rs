@@ -349,6 +349,17 @@ pub fn started() -> Option<&'static Preload> {
 /// A region for `size` bytes aligned to `align` (a power of two), or `None`
 /// to leave the request to glibc.
 pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
+    alloc_with_room(size, align, kind, 0)
+}
+
+/// Address room a buffer that `realloc` moved keeps behind it, as a
+/// multiple of its size: it grows in place up to 4x before it may have to
+/// move again (address room is free: nothing is mapped there).
+pub const REALLOC_ROOM: usize = 4;
+
+/// [`alloc`], with `room` bytes of address room reserved from the region's
+/// start (for [`grow`]).
+pub fn alloc_with_room(size: usize, align: usize, kind: Kind, room: usize) -> Option<usize> {
     if size < MIN_ALLOC.load(Ordering::Relaxed) {
         return None;
     }
@@ -358,7 +369,8 @@ pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
     }
     let p = get_or_start()?;
     let extra = if align > PAGE_SIZE { align } else { 0 };
-    let region = p.runtime.alloc(size.checked_add(extra)?).ok()?;
+    let len = size.checked_add(extra)?;
+    let region = p.runtime.alloc_with_room(len, room.max(len)).ok()?;
     let base = region.as_ptr() as usize;
     let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
     LO.fetch_min(base, Ordering::Relaxed);
@@ -396,6 +408,34 @@ pub fn usable_size(ptr: usize) -> Option<usize> {
     let table = p.table();
     let (_, e) = table.range(..=ptr).next_back()?;
     (e.user == ptr).then(|| e.usable())
+}
+
+/// Grows the allocation at `ptr` (a region's `malloc` pointer) in place
+/// to hold `size` bytes: its pages stay where they are, swapped out or
+/// not. `false` if it is not a region or cannot grow where it is.
+pub fn grow(ptr: usize, size: usize) -> bool {
+    if !in_bounds(ptr, 1) {
+        return false;
+    }
+    let Some(p) = started() else {
+        return false;
+    };
+    let _busy = force_busy();
+    let mut table = p.table();
+    let Some((_, e)) = table.range_mut(..=ptr).next_back() else {
+        return false;
+    };
+    if e.user != ptr || e.kind != Kind::Malloc {
+        return false;
+    }
+    let Some(len) = (ptr - e.region.as_ptr() as usize).checked_add(size) else {
+        return false;
+    };
+    let grown = matches!(p.runtime.grow(&mut e.region, len), Ok(true));
+    if grown {
+        p.counters.regions_grown.fetch_add(1, Ordering::Relaxed);
+    }
+    grown
 }
 
 /// What [`free`] did with a pointer.

@@ -225,6 +225,29 @@ impl Arena {
         Ok(addr)
     }
 
+    /// Takes `room` bytes of address room and maps the first `len` of them
+    /// read-write; the rest stays reserved (`PROT_NONE`) for the caller to
+    /// grow into with [`Arena::map_behind`]. Returns the address.
+    pub fn carve_with_room(&self, len: usize, room: usize) -> Result<usize, ArenaError> {
+        let len = len.div_ceil(GRAIN) * GRAIN;
+        let room = room.max(len).div_ceil(GRAIN) * GRAIN;
+        let addr = self.room().take(room).ok_or(ArenaError::Full(room))?;
+        if let Err(e) = Self::map_rw(addr, len) {
+            self.room().insert(addr, room);
+            return Err(e);
+        }
+        Ok(addr)
+    }
+
+    /// Maps `[addr, addr + len)` read-write inside room the caller already
+    /// holds (from [`Arena::carve_with_room`]).
+    ///
+    /// # Safety
+    /// The range is the caller's reserved, unmapped room.
+    pub unsafe fn map_behind(&self, addr: usize, len: usize) -> Result<(), ArenaError> {
+        Self::map_rw(addr, len)
+    }
+
     /// Maps `[addr, addr + len)` read-write if that room is free (to grow a
     /// region in place); `false` if it is not.
     pub fn carve_at(&self, addr: usize, len: usize) -> Result<bool, ArenaError> {

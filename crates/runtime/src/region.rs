@@ -13,26 +13,101 @@ impl Runtime {
     /// A new region of at least `len` bytes (rounded up to the arena's
     /// 64 KiB grain), zero filled, paged through uzswap.
     pub fn alloc(&self, len: usize) -> Result<Region, RuntimeError> {
+        self.alloc_with_room(len, len)
+    }
+
+    /// [`Runtime::alloc`], with `room` bytes of address room reserved
+    /// behind the region's start (at least `len`): [`Runtime::grow`] takes
+    /// the region up to `room` in place, whatever is carved meanwhile.
+    pub fn alloc_with_room(&self, len: usize, room: usize) -> Result<Region, RuntimeError> {
         let bytes = len.max(1).div_ceil(arena::GRAIN) * arena::GRAIN;
+        let room = room.max(bytes).div_ceil(arena::GRAIN) * arena::GRAIN;
         let arena = arena::global()?;
-        let base = arena.carve(bytes)?;
+        let base = arena.carve_with_room(bytes, room)?;
         let id = self.inner.lock().add_region(base, bytes / PAGE);
-        if let Err(e) = self.inner.env.live().uffd.register_with_mode(
-            base as *mut libc::c_void,
-            bytes,
-            RegisterMode::MISSING | RegisterMode::WRITE_PROTECT,
-        ) {
+        if let Err(e) = self.register(base, bytes) {
             self.inner.lock().remove_region(base);
             // SAFETY: the room was carved above and nothing uses it.
-            unsafe { arena.give_back(base, bytes) };
-            return Err(RuntimeError::Uffd(format!("registering a region: {e}")));
+            unsafe { arena.give_back(base, room) };
+            return Err(e);
         }
         Ok(Region {
             inner: self.inner.clone(),
             base,
             len: bytes,
+            room,
             id,
         })
+    }
+
+    /// Sets the number of pages the state has for `region` (new ones are
+    /// untouched).
+    fn resize_pages(&self, region: &Region, pages: usize) {
+        let mut st = self.inner.lock();
+        let Some(r) = st.region(region.base, region.id) else {
+            return;
+        };
+        let before = r.pages.len();
+        r.pages.resize(pages, protocol::Page::UNTOUCHED);
+        st.region_pages = st.region_pages + pages - before;
+    }
+
+    fn register(&self, addr: usize, len: usize) -> Result<(), RuntimeError> {
+        self.inner
+            .env
+            .live()
+            .uffd
+            .register_with_mode(
+                addr as *mut libc::c_void,
+                len,
+                RegisterMode::MISSING | RegisterMode::WRITE_PROTECT,
+            )
+            .map(drop)
+            .map_err(|e| RuntimeError::Uffd(format!("registering a region: {e}")))
+    }
+
+    /// Grows `region` in place to at least `len` bytes: into its reserved
+    /// room, or into free arena room right behind it. Its pages stay where
+    /// they are (resident, or in the store), and the new ones are
+    /// untouched (zeros). `Ok(false)` if the room behind is taken: the
+    /// region is unchanged. A region never shrinks here.
+    pub fn grow(&self, region: &mut Region, len: usize) -> Result<bool, RuntimeError> {
+        let bytes = len.div_ceil(arena::GRAIN) * arena::GRAIN;
+        if bytes <= region.len {
+            return Ok(true);
+        }
+        let arena = arena::global()?;
+        let end = region.base + region.len;
+        let extra = bytes - region.len;
+        if bytes <= region.room {
+            // SAFETY: `[end, end + extra)` is the region's own reserved,
+            // unmapped room.
+            unsafe { arena.map_behind(end, extra)? };
+        } else {
+            let room_end = region.base + region.room;
+            if !arena.carve_at(room_end, bytes - region.room)? {
+                return Ok(false);
+            }
+            if region.room > region.len {
+                // SAFETY: the region's own reserved room, unmapped.
+                if let Err(e) = unsafe { arena.map_behind(end, region.room - region.len) } {
+                    // SAFETY: carved just above, unused.
+                    unsafe { arena.give_back(room_end, bytes - region.room) };
+                    return Err(e.into());
+                }
+            }
+            region.room = bytes;
+        }
+        // The state knows the pages before the range is registered: the
+        // first fault there can only come after, and finds its page.
+        let old_pages = region.len / PAGE;
+        self.resize_pages(region, bytes / PAGE);
+        if let Err(e) = self.register(end, extra) {
+            self.resize_pages(region, old_pages);
+            return Err(e);
+        }
+        region.len = bytes;
+        Ok(true)
     }
 
     /// Pins the region pages of `[addr, addr + len)` for a system call:
@@ -141,6 +216,9 @@ pub struct Region {
     inner: Arc<Inner>,
     base: usize,
     len: usize,
+    /// Address room held from `base` (at least `len`; the rest is
+    /// reserved, unmapped, for [`Runtime::grow`]).
+    room: usize,
     id: u64,
 }
 
@@ -190,8 +268,15 @@ impl Region {
     /// runtime, and the mapping stays. Returns `(address, length)`; the
     /// caller owns the mapping from now on (and `munmap`s it).
     pub fn into_plain(self) -> (usize, usize) {
-        let (base, len) = (self.base, self.len);
+        let (base, len, room) = (self.base, self.len, self.room);
         self.inner.release(base, self.id, true);
+        if room > len {
+            if let Ok(arena) = arena::global() {
+                // SAFETY: the reserved room behind the region, never mapped
+                // read-write nor used.
+                unsafe { arena.give_back(base + len, room - len) };
+            }
+        }
         std::mem::forget(self);
         (base, len)
     }
@@ -203,7 +288,7 @@ impl Drop for Region {
         if let Ok(arena) = arena::global() {
             // SAFETY: the region owned this room; it is forgotten and
             // unregistered, and nothing of ours touches it any more.
-            unsafe { arena.give_back(self.base, self.len) };
+            unsafe { arena.give_back(self.base, self.room) };
         }
     }
 }

@@ -376,3 +376,70 @@ fn a_region_split_into_several_mappings_is_paged_as_one() {
     }
     assert!(rt.stats().evicted_pages > 1000, "{:?}", rt.stats());
 }
+
+/// `realloc` in place: a region grows where it is, its pages (resident or
+/// swapped out) keep their bytes and address, the new ones read as zeros;
+/// into its reserved room whatever is carved after it, and beyond only if
+/// the arena room behind is free.
+#[test]
+fn a_region_grows_in_place_keeping_its_pages() {
+    let rt = Runtime::new(config(64)).unwrap();
+    let grain = 64 << 10;
+    let mut r = rt.alloc_with_room(grain, 4 * grain).unwrap();
+    let base = r.as_ptr() as usize;
+    let pages = grain / PAGE;
+    {
+        // SAFETY: one thread uses the region here.
+        let mem = unsafe { r.as_mut_slice() };
+        for i in 0..pages {
+            fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+        }
+    }
+    // Something carved meanwhile must not take the reserved room.
+    let other = rt.alloc(grain).unwrap();
+    assert!(other.as_ptr() as usize >= base + 4 * grain || (other.as_ptr() as usize) < base);
+    let evicted = rt.reclaim(pages);
+    assert!(evicted > 0, "some pages swapped out before growing");
+    let before = rt.stats();
+    assert!(rt.grow(&mut r, 3 * grain).unwrap(), "inside its room");
+    assert_eq!(r.as_ptr() as usize, base, "same address");
+    assert_eq!(r.len(), 3 * grain);
+    // Growing brought nothing back in.
+    assert_eq!(rt.stats().swapin_faults, before.swapin_faults);
+    let mut expect = vec![0u8; PAGE];
+    {
+        // SAFETY: as above.
+        let mem = unsafe { r.as_mut_slice() };
+        for i in 0..pages {
+            fill(&mut expect, i, 1);
+            assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "old page {i}");
+        }
+        assert!(mem[grain..].iter().all(|&b| b == 0), "new pages are zeros");
+        // The new pages are paged like the rest.
+        for i in pages..3 * pages {
+            fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 2);
+        }
+    }
+    rt.reclaim(3 * pages);
+    {
+        // SAFETY: as above.
+        let mem = unsafe { r.as_mut_slice() };
+        for i in 0..3 * pages {
+            fill(&mut expect, i, if i < pages { 1 } else { 2 });
+            assert!(
+                mem[i * PAGE..(i + 1) * PAGE] == expect[..],
+                "page {i} after eviction"
+            );
+        }
+    }
+    // Past its room: in place only if the arena room behind is free.
+    let grown = rt.grow(&mut r, 8 * grain).unwrap();
+    assert_eq!(r.as_ptr() as usize, base);
+    assert_eq!(r.len(), if grown { 8 * grain } else { 3 * grain });
+    let blocker_at = base + r.len().max(4 * grain);
+    let blocked = other.as_ptr() as usize == blocker_at;
+    if blocked {
+        assert!(!grown, "the room behind was taken");
+    }
+    drop((r, other));
+}

@@ -78,6 +78,24 @@ fn c_program_reads_back_every_byte_through_every_allocation_path() {
     assert!(f.total.program.region_allocs >= 10, "{f:?}");
 }
 
+/// `realloc` grows a region where it is: a buffer doubled from 128 KiB to
+/// 64 MiB under an 8M limit never moves (nothing else is carved behind
+/// it), so no page is copied or brought back in to move it, and every
+/// byte written before each growth reads back.
+#[test]
+fn realloc_grows_a_region_in_place() {
+    let bin = compile_c("reallocgrow", &tempdir("realloc"));
+    let (out, f) = run(
+        &["--limit", "8M"],
+        &[bin.to_str().unwrap(), "64"],
+        "realloc",
+    );
+    assert_paged(&out, &f, "reallocgrow: ok (64 MiB, moved 0 times)", 2048);
+    // 128K doubled nine times to 64M.
+    assert!(f.total.program.regions_grown >= 9, "{f:?}");
+    assert_eq!(f.total.program.region_allocs, 1, "{f:?}");
+}
+
 #[test]
 fn rust_threads_race_eviction_with_every_folio_size() {
     for (folio, compressor) in [("4K", "lz4"), ("64K", "zstd"), ("2M", "lzo-rle")] {

@@ -7,7 +7,8 @@
 //! - `malloc`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
 //!   `aligned_alloc`, `memalign`, `valloc`, `pvalloc` of at least
 //!   `UZSWAP_MIN_ALLOC` bytes (128K, glibc's mmap threshold) get a region;
-//!   `free` and `malloc_usable_size` recognise region pointers.
+//!   `free` and `malloc_usable_size` recognise region pointers; `realloc`
+//!   grows a region in place when it can ([`runtime::Runtime::grow`]).
 //! - `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)`
 //!   of at least that size gets a region; `munmap` of exactly it drops it.
 //! - Anything else a program does to a region's range (`munmap` of part,

@@ -459,11 +459,15 @@ pub fn free(ptr: usize) -> Freed {
         let mut table = p.table();
         match table.range(..=ptr).next_back() {
             Some((&base, e)) if e.user == ptr && e.kind == Kind::Malloc => table.remove(&base),
-            Some((_, e)) if ptr < e.region.as_ptr() as usize + e.region.len() => {
-                // Inside a region but not its start: a bad free; glibc would
-                // abort on it, we keep the memory.
+            Some((_, e))
+                if e.kind == Kind::Malloc && ptr < e.region.as_ptr() as usize + e.region.len() =>
+            {
+                // Inside a malloc region but not its start: a bad free;
+                // glibc would abort on it, we keep the memory.
                 return Freed::Region;
             }
+            // Inside a mapping region: no block of `malloc`'s. Passed on,
+            // so the program meets the verdict it would meet without us.
             _ => None,
         }
     };

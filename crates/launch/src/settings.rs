@@ -105,8 +105,8 @@ pub struct SettingsError {
 /// Settings of a program-wide runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// Bytes of paged memory above which reclaim starts: resident pages,
-    /// the compressed pool and uzswap's tables (a memcg's charge).
+    /// Bytes of paged memory above which reclaim starts: resident pages
+    /// and the compressed pool (a memcg's charge).
     pub limit_bytes: usize,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.

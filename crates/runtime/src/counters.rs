@@ -10,15 +10,18 @@ common::counters! {
     /// A snapshot of the runtime's counters.
     pub struct RuntimeStats;
     /// Live counters: one per protocol [`Event`], and the runtime's own.
-    /// The five states (`resident_pages`, `charged_pages`, `limit_pages`,
-    /// `write_tracking`, `kernel_faults`) are read from the runtime when a snapshot is taken
+    /// The six states (`resident_pages`, `charged_pages`, `table_bytes`,
+    /// `limit_pages`, `write_tracking`, `kernel_faults`) are read from the runtime when a snapshot is taken
     /// ([`crate::Runtime::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
     /// Resident region pages charged to this process now.
     resident_pages: u64,
     /// Pages the limit counts for this process now: resident pages, the
-    /// pool and its entries, the page-state tables (a memcg's charge).
+    /// pool and its entries (a memcg's charge).
     charged_pages: u64,
+    /// Bytes of the runtime's page-state tables (32 bytes per region page,
+    /// touched or not): not counted in the limit.
+    table_bytes: u64,
     /// The limit, in pages (`memory.high`'s role; `--limit`).
     limit_pages: u64,
     /// Missing faults served (first touches and swap-ins).

@@ -1,7 +1,7 @@
 //! Reclaim: the reclaim thread (kswapd's role) evicts the oldest pages
 //! while the process's charge is over the limit. The charge is what a
 //! memcg counts ([`Inner::own_charge`]): resident pages, the swap store's
-//! pool and entries, the page-state tables. When nothing resident is left
+//! pool and entries. When nothing resident is left
 //! to evict and the pool itself is the charge, it writes the pool's
 //! coldest pages back to the swap file. A fault that finds the charge far
 //! over the limit (past 125% plus one batch) is throttled: its thread

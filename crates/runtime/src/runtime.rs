@@ -22,7 +22,7 @@ use zswap::Swap;
 pub struct RuntimeConfig {
     pub swap: zswap::Config,
     /// Bytes above which pages are reclaimed (`memory.high`): resident
-    /// pages, the swap store's pool and entries, the page-state tables.
+    /// pages and the swap store's pool and entries.
     pub limit_bytes: usize,
     /// Pages evicted per reclaim step.
     pub reclaim_batch: usize,
@@ -147,16 +147,20 @@ impl Inner {
     }
 
     /// The pages this process's memory costs, as a memcg charges them:
-    /// resident region pages, the swap store's pool and entries
-    /// ([`zswap::Swap::charged_pages`]), and the page-state table of every
-    /// region ([`protocol::Page`] per page, touched or not).
+    /// resident region pages, and the swap store's pool and entries
+    /// ([`zswap::Swap::charged_pages`]). The page-state tables are not
+    /// counted: they cover every page of a region, touched or not (a
+    /// program's 700 MB reservation has a 5.5 MB table), where the kernel's
+    /// page tables cover touched memory only; charging them would leave a
+    /// small limit nothing for resident pages. `table_bytes` reports them.
     pub fn own_charge(&self) -> usize {
-        let (resident, region_pages) = {
-            let st = self.lock();
-            (st.resident, st.region_pages)
-        };
-        let table = (region_pages * std::mem::size_of::<protocol::Page>()).div_ceil(PAGE);
-        resident + table + self.env.live().own.charged_pages()
+        let resident = self.lock().resident;
+        resident + self.env.live().own.charged_pages()
+    }
+
+    /// Bytes of the page-state tables of all regions.
+    pub fn table_bytes(&self) -> usize {
+        self.lock().region_pages * std::mem::size_of::<protocol::Page>()
     }
 
     /// The pages the limit applies to: ours, or all processes' of a shared
@@ -366,9 +370,11 @@ impl Runtime {
         // `own_charge` takes the state lock too.
         let resident = self.inner.lock().resident;
         let charged = self.inner.own_charge();
+        let table = self.inner.table_bytes();
         RuntimeStats {
             resident_pages: resident as u64,
             charged_pages: charged as u64,
+            table_bytes: table as u64,
             limit_pages: self.inner.limit_pages as u64,
             write_tracking: self.inner.env.live().pagemap.is_some(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,

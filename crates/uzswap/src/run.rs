@@ -15,7 +15,7 @@ pub fn size_arg(s: &str) -> Result<usize, String> {
 #[derive(Args, Debug, Clone)]
 pub struct RuntimeArgs {
     /// Memory limit of the paged memory (memory.high's role), counting
-    /// resident pages, the compressed pool and uzswap's tables: 512M, 2G…
+    /// resident pages and the compressed pool: 512M, 2G…
     #[arg(long, default_value = "512M", value_parser = size_arg)]
     pub limit: usize,
     /// Compressor: lz4, lzo, lzo-rle, zstd[:LEVEL], deflate[:LEVEL].

@@ -3,7 +3,8 @@
 //! memcg counts ([`Inner::own_charge`]): resident pages, the swap store's
 //! pool and entries. When nothing resident is left
 //! to evict and the pool itself is the charge, it writes the pool's
-//! coldest pages back to the swap file. A fault that finds the charge far
+//! coldest pages back to the swap file; every 100 ms while over, it first
+//! compacts the pool (zsmalloc's shrinker). A fault that finds the charge far
 //! over the limit (past 125% plus one batch) is throttled: its thread
 //! sleeps until reclaim has caught up (`memory.high` throttling). Aging
 //! runs before eviction, at most every `aging_interval`. Policy only: what
@@ -14,6 +15,9 @@ use crate::protocol::{Age, Evict};
 use crate::runtime::{InjectFailure, Inner};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// Least time between two compactions of the pool by the reclaimer.
+pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Inner {
     /// Residency past which faults wait for reclaim.
@@ -33,6 +37,10 @@ impl Inner {
             self.shrink_store();
             while !self.stopping() && self.charged() > self.limit_pages {
                 self.inject_failure();
+                if self.compact_store() > 0 {
+                    // Fewer pool pages: perhaps under the limit already.
+                    continue;
+                }
                 let mut n = self.evict(self.cfg.reclaim_batch);
                 self.shrink_store();
                 if n == 0 {
@@ -160,6 +168,29 @@ impl Inner {
             drop(_gate);
             self.publish_charge();
         }
+    }
+
+    /// Compacts the pool (the kernel's zsmalloc shrinker) while the charge
+    /// is over the limit, at most every [`COMPACT_INTERVAL`]: swap-ins free
+    /// objects all over the pool's zspages, and a fragmented pool would
+    /// take from the limit what its objects do not need, so more pages
+    /// would be evicted. Returns the pages freed.
+    fn compact_store(&self) -> usize {
+        if self.charged() <= self.limit_pages || !self.compaction.ready() {
+            return 0;
+        }
+        let freed = {
+            let _gate = self
+                .env
+                .gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.env.live().own.zswap().compact()
+        };
+        if freed > 0 {
+            self.publish_charge();
+        }
+        freed
     }
 
     /// One aging pass now.

@@ -98,6 +98,9 @@ pub(crate) struct Inner {
     /// locked).
     pub aging: RateLimit,
     pub sweep: RateLimit,
+    /// Pool compactions by the reclaimer, at most every
+    /// [`crate::reclaim::COMPACT_INTERVAL`].
+    pub compaction: RateLimit,
     /// Fork generations of this process's swap file so far.
     pub generations: AtomicU64,
 }
@@ -342,6 +345,7 @@ impl Runtime {
             runtime_tids: Default::default(),
             aging,
             sweep: RateLimit::new(Duration::from_millis(100)),
+            compaction: RateLimit::new(crate::reclaim::COMPACT_INTERVAL),
             generations: AtomicU64::new(0),
         });
         let rt = Runtime { inner };

@@ -443,3 +443,33 @@ fn a_region_grows_in_place_keeping_its_pages() {
     }
     drop((r, other));
 }
+
+/// Swap-ins free objects all over the pool's zspages; while the charge is
+/// over the limit the reclaimer compacts the pool (zsmalloc's shrinker), so
+/// a fragmented pool does not take room from resident pages.
+#[test]
+fn the_reclaimer_compacts_a_fragmented_pool() {
+    let rt = Runtime::new(config(256)).unwrap();
+    let npages = 2048;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("under the limit", || rt.stats().charged_pages <= 256);
+    // Every other page back in: half the pool's objects freed, scattered.
+    let mut expect = vec![0u8; PAGE];
+    for i in (0..npages).step_by(2) {
+        fill(&mut expect, i, 1);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    wait_until("the pool compacted", || rt.swap_stats().pages_compacted > 0);
+    for i in 0..npages {
+        fill(&mut expect, i, 1);
+        assert!(
+            mem[i * PAGE..(i + 1) * PAGE] == expect[..],
+            "page {i} after"
+        );
+    }
+}

@@ -49,6 +49,8 @@ common::counters! {
     swpin_zero: u64,
     /// Writebacks that failed with an I/O error (entry kept in zswap).
     writeback_errors: u64,
+    /// Pool pages freed by compaction (zsmalloc's `pages_compacted`).
+    pages_compacted: u64,
 }
 
 impl Counters {

@@ -127,7 +127,9 @@ impl Zswap {
     /// and `/sys/block/zram0/compact` run): objects migrate into fewer
     /// zspages; returns the pages freed. Safe beside stores and loads.
     pub fn compact(&self) -> usize {
-        self.pool.compact().pages_freed
+        let freed = self.pool.compact().pages_freed;
+        Counters::add(&self.counters.pages_compacted, freed);
+        freed
     }
 
     pub fn compressor(&self) -> &dyn Compressor {

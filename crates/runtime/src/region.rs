@@ -272,8 +272,8 @@ impl Region {
         self.inner.release(base, self.id, true);
         if room > len {
             if let Ok(arena) = arena::global() {
-                // SAFETY: the reserved room behind the region, never mapped
-                // read-write nor used.
+                // SAFETY: the reserved room behind the region: never
+                // registered nor handed to the program, so nothing uses it.
                 unsafe { arena.give_back(base + len, room - len) };
             }
         }

@@ -110,8 +110,9 @@ impl RealEnv {
         &self.live().uffd
     }
 
-    /// Holds the store gate (shared) for one store call.
-    fn gated(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+    /// Holds the store gate (shared) for one store call (a fork takes it
+    /// exclusively).
+    pub(crate) fn gated(&self) -> std::sync::RwLockReadGuard<'_, ()> {
         self.gate.read().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -331,7 +331,7 @@ impl Inner {
     pub(crate) fn thaw_generations(&self) {
         let live = self.env.live();
         // Lock order: the store gate, then the generations (as prepare).
-        let _gate = self.env.gate.read().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.env.gated();
         let mut gens = live
             .generations
             .lock()

@@ -197,8 +197,6 @@ pub struct State {
     lru: VecDeque<LruRecord>,
     /// Charged resident pages: mapped, not shared with a parent.
     pub resident: usize,
-    /// Pages of all regions, touched or not: each has a [`Page`] here.
-    pub region_pages: usize,
     /// Pages evicted so far: the workingset clock.
     pub evictions: u64,
     next_id: u64,
@@ -224,7 +222,6 @@ impl State {
     pub fn add_region(&mut self, base: usize, npages: usize) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
-        self.region_pages += npages;
         self.regions.insert(
             base,
             RegionPages {
@@ -236,13 +233,6 @@ impl State {
             },
         );
         id
-    }
-
-    /// Forgets the region at `base`.
-    pub fn remove_region(&mut self, base: usize) -> Option<RegionPages> {
-        let r = self.regions.remove(&base)?;
-        self.region_pages -= r.pages.len();
-        Some(r)
     }
 
     /// The region at `base` if it is still the one with `id`.
@@ -1714,7 +1704,7 @@ impl<B: Clone + Default> Release<B> {
                     self.pc = ReleasePc::Forget;
                     return Ok(Step::Wait(changes));
                 }
-                let Some(r) = st.remove_region(self.base) else {
+                let Some(r) = st.regions.remove(&self.base) else {
                     return Ok(self.finish(&mut st, cx.changed));
                 };
                 debug_assert_eq!(r.id, self.id);

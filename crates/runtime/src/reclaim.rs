@@ -62,11 +62,7 @@ impl Inner {
     /// store counts).
     fn write_back(&self, n: usize) -> usize {
         let done = {
-            let _gate = self
-                .env
-                .gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _gate = self.env.gated();
             self.env.live().own.writeback(n).unwrap_or(0)
         };
         self.publish_charge();
@@ -159,32 +155,24 @@ impl Inner {
     fn shrink_store(&self) {
         let own = &self.env.live().own;
         if own.needs_shrink() {
-            let _gate = self
-                .env
-                .gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _gate = self.env.gated();
             own.shrink();
             drop(_gate);
             self.publish_charge();
         }
     }
 
-    /// Compacts the pool (the kernel's zsmalloc shrinker) while the charge
-    /// is over the limit, at most every [`COMPACT_INTERVAL`]: swap-ins free
-    /// objects all over the pool's zspages, and a fragmented pool would
-    /// take from the limit what its objects do not need, so more pages
-    /// would be evicted. Returns the pages freed.
+    /// Compacts the pool (the kernel's zsmalloc shrinker), at most every
+    /// [`COMPACT_INTERVAL`]; called while the charge is over the limit:
+    /// swap-ins free objects all over the pool's zspages, and a fragmented
+    /// pool would take from the limit what its objects do not need, so more
+    /// pages would be evicted. Returns the pages freed.
     fn compact_store(&self) -> usize {
-        if self.charged() <= self.limit_pages || !self.compaction.ready() {
+        if !self.compaction.ready() {
             return 0;
         }
         let freed = {
-            let _gate = self
-                .env
-                .gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _gate = self.env.gated();
             self.env.live().own.zswap().compact()
         };
         if freed > 0 {

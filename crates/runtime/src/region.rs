@@ -26,7 +26,7 @@ impl Runtime {
         let base = arena.carve_with_room(bytes, room)?;
         let id = self.inner.lock().add_region(base, bytes / PAGE);
         if let Err(e) = self.register(base, bytes) {
-            self.inner.lock().remove_region(base);
+            self.inner.lock().regions.remove(&base);
             // SAFETY: the room was carved above and nothing uses it.
             unsafe { arena.give_back(base, room) };
             return Err(e);
@@ -47,9 +47,7 @@ impl Runtime {
         let Some(r) = st.region(region.base, region.id) else {
             return;
         };
-        let before = r.pages.len();
         r.pages.resize(pages, protocol::Page::UNTOUCHED);
-        st.region_pages = st.region_pages + pages - before;
     }
 
     fn register(&self, addr: usize, len: usize) -> Result<(), RuntimeError> {

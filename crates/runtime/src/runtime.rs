@@ -161,9 +161,11 @@ impl Inner {
         resident + self.env.live().own.charged_pages()
     }
 
-    /// Bytes of the page-state tables of all regions.
+    /// Bytes of the page-state tables of all regions (for reports: it
+    /// walks the regions).
     pub fn table_bytes(&self) -> usize {
-        self.lock().region_pages * std::mem::size_of::<protocol::Page>()
+        let pages: usize = self.lock().regions.values().map(|r| r.pages.len()).sum();
+        pages * std::mem::size_of::<protocol::Page>()
     }
 
     /// The pages the limit applies to: ours, or all processes' of a shared

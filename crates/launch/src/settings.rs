@@ -23,6 +23,9 @@ pub mod env {
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
+    /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
+    /// cgroup v1).
+    pub const CHARGE_POOL: &str = "UZSWAP_CHARGE_POOL";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
     /// Handle user-mode faults only (the syscall guard's mode), even where
@@ -64,7 +67,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 16] = [
+    pub const VARS: [Var; 17] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -76,6 +79,7 @@ pub mod env {
         flag(SWAPFILE_DIR, "--swapfile-dir"),
         flag(SWAPFILE_SIZE, "--swapfile-size"),
         flag(TRACK_WRITES, "--no-track-writes"),
+        flag(CHARGE_POOL, "--uncharged-pool"),
         // `uzswap run` makes the file unless asked for one limit per
         // process.
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
@@ -108,6 +112,10 @@ pub struct Settings {
     /// Bytes of paged memory above which reclaim starts: resident pages
     /// and the compressed pool (a memcg's charge).
     pub limit_bytes: usize,
+    /// The pool is charged to the limit (cgroup v2's memcg); `false`:
+    /// resident pages only, the pool bounded by `max_pool_percent` of RAM
+    /// (cgroup v1's memcg, which does not charge zswap).
+    pub charge_pool: bool,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.
     pub parallel: bool,
@@ -137,6 +145,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             limit_bytes: 512 << 20,
+            charge_pool: true,
             compressor: Algorithm::Lz4,
             parallel: false,
             folio_bytes: 64 << 10,
@@ -249,6 +258,9 @@ impl Settings {
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::CHARGE_POOL) {
+            s.charge_pool = parse_bool(&v).ok_or_else(|| bad(env::CHARGE_POOL, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::USER_MODE_ONLY) {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
@@ -340,6 +352,7 @@ impl Settings {
             (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
+            (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
         ];
         if let Some(p) = &self.shared_limit_file {
             vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
@@ -368,11 +381,15 @@ impl Settings {
     /// resident pages, and past it the coldest pages are written back), or
     /// the whole limit without writeback (a full pool could not shrink: the
     /// limit itself bounds it), and at most `max_pool_percent` of this
-    /// machine's memory (zswap's own bound).
+    /// machine's memory (zswap's own bound). An uncharged pool has
+    /// zswap's own bound only.
     pub fn pool_limit(&self) -> usize {
         self.pool_limit_bytes.unwrap_or_else(|| {
             let of_ram =
                 (machine_ram_bytes() as u128 * u128::from(self.max_pool_percent) / 100) as usize;
+            if !self.charge_pool {
+                return of_ram.max(PAGE_SIZE);
+            }
             let share = if self.writeback {
                 self.limit_bytes / 2
             } else {
@@ -400,6 +417,7 @@ impl Settings {
         RuntimeConfig {
             swap,
             limit_bytes: self.limit_bytes,
+            charge_pool: self.charge_pool,
             reclaim_batch: folio_pages.max(64),
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
@@ -487,9 +505,34 @@ mod tests {
     }
 
     #[test]
+    fn an_uncharged_pool_has_zswaps_own_bound_only() {
+        let ram = machine_ram_bytes();
+        let s = Settings {
+            limit_bytes: 64 << 20,
+            max_pool_percent: 20,
+            charge_pool: false,
+            ..Settings::default()
+        };
+        assert_eq!(s.pool_limit(), (ram as u128 * 20 / 100) as usize);
+        assert!(!s.runtime_config().charge_pool);
+        assert!(Settings::default().runtime_config().charge_pool);
+        let given = Settings {
+            pool_limit_bytes: Some(8 << 20),
+            ..s.clone()
+        };
+        assert_eq!(given.pool_limit(), 8 << 20);
+        let vars = s.to_vars();
+        let back =
+            Settings::from_vars(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+                .unwrap();
+        assert!(!back.charge_pool);
+    }
+
+    #[test]
     fn settings_round_trip_through_the_environment() {
         let s = Settings {
             limit_bytes: 96 << 20,
+            charge_pool: false,
             compressor: Algorithm::Zstd(5),
             parallel: true,
             folio_bytes: 2 << 20,

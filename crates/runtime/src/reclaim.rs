@@ -43,7 +43,7 @@ impl Inner {
                 }
                 let mut n = self.evict(self.cfg.reclaim_batch);
                 self.shrink_store();
-                if n == 0 {
+                if n == 0 && self.cfg.charge_pool {
                     // Nothing resident to evict, yet over the limit: the
                     // pool's own pages are the charge. Write its coldest
                     // back (the zswap shrinker under memcg pressure).

@@ -24,6 +24,11 @@ pub struct RuntimeConfig {
     /// Bytes above which pages are reclaimed (`memory.high`): resident
     /// pages and the swap store's pool and entries.
     pub limit_bytes: usize,
+    /// Charge the swap store's pool and entries to the limit (cgroup v2's
+    /// memcg does); `false`: the limit counts resident pages only and the
+    /// pool is bounded by its own limit alone (cgroup v1's memcg, which
+    /// does not charge zswap).
+    pub charge_pool: bool,
     /// Pages evicted per reclaim step.
     pub reclaim_batch: usize,
     /// Longest run of neighbouring pages evicted as one folio (and mapped
@@ -64,6 +69,7 @@ impl Default for RuntimeConfig {
         Self {
             swap: zswap::Config::default(),
             limit_bytes: 512 << 20,
+            charge_pool: true,
             reclaim_batch: 64,
             evict_folio_pages: 16,
             track_writes: true,
@@ -158,7 +164,11 @@ impl Inner {
     /// small limit nothing for resident pages. `table_bytes` reports them.
     pub fn own_charge(&self) -> usize {
         let resident = self.lock().resident;
-        resident + self.env.live().own.charged_pages()
+        if self.cfg.charge_pool {
+            resident + self.env.live().own.charged_pages()
+        } else {
+            resident
+        }
     }
 
     /// Bytes of the page-state tables of all regions (for reports: it

@@ -476,3 +476,41 @@ fn the_reclaimer_compacts_a_fragmented_pool() {
         );
     }
 }
+
+/// `charge_pool: false` (cgroup v1's rule, `--uncharged-pool`): the limit
+/// counts resident pages only; the pool grows past it, bounded by its own
+/// limit alone, and nothing is written back to meet the limit.
+#[test]
+fn an_uncharged_pool_leaves_the_limit_to_resident_pages() {
+    let mut cfg = config(256);
+    cfg.charge_pool = false;
+    cfg.swap.max_pool_percent = 100; // a 16 MiB pool: room for all of it
+    let rt = Runtime::new(cfg).unwrap();
+    let npages = 2048;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("resident under the limit", || {
+        rt.stats().resident_pages <= 256
+    });
+    let s = rt.stats();
+    let z = rt.swap_stats();
+    assert_eq!(s.charged_pages, s.resident_pages, "the pool is not charged");
+    let pool_pages = z.pool_total_size / PAGE as u64;
+    assert!(
+        s.resident_pages + pool_pages > 256,
+        "resident and pool together exceed the limit: {s:?} {z}"
+    );
+    assert_eq!(
+        z.written_back_pages, 0,
+        "no writeback to meet the limit: {z}"
+    );
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..npages {
+        fill(&mut expect, i, 1);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+}

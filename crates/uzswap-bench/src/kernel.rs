@@ -78,8 +78,44 @@ fn counter(stats: &[(String, u64)], name: &str) -> Result<u64, BenchError> {
     })
 }
 
-/// `Zswap:` of `/proc/meminfo`, in bytes.
-fn zswap_pool_bytes() -> u64 {
+/// The kernel's swap counters, read before and after a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwapCounts {
+    pub zswpout: u64,
+    pub zswpin: u64,
+    pub pswpout: u64,
+    pub pswpin: u64,
+    /// zswap's `reject_*` counters (debugfs), summed.
+    pub rejects: u64,
+}
+
+impl SwapCounts {
+    /// The counters now (`/proc/vmstat`, debugfs zswap).
+    pub fn now() -> Result<Self, BenchError> {
+        let v = vmstat()?;
+        Ok(Self {
+            zswpout: counter(&v, "zswpout")?,
+            zswpin: counter(&v, "zswpin")?,
+            pswpout: counter(&v, "pswpout")?,
+            pswpin: counter(&v, "pswpin")?,
+            rejects: Machine::reject_total(),
+        })
+    }
+
+    /// What was counted between `before` and `self`.
+    pub fn since(self, before: Self) -> Self {
+        Self {
+            zswpout: self.zswpout.saturating_sub(before.zswpout),
+            zswpin: self.zswpin.saturating_sub(before.zswpin),
+            pswpout: self.pswpout.saturating_sub(before.pswpout),
+            pswpin: self.pswpin.saturating_sub(before.pswpin),
+            rejects: self.rejects.saturating_sub(before.rejects),
+        }
+    }
+}
+
+/// `Zswap:` of `/proc/meminfo`, in bytes: the memory zswap's pool takes.
+pub fn zswap_pool_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -91,6 +127,26 @@ fn zswap_pool_bytes() -> u64 {
 }
 
 const ZSWAP: &str = "/sys/module/zswap/parameters";
+const MEMCG_V1: &str = "/sys/fs/cgroup/memory";
+
+/// Whether the kernel runs use a cgroup v1 memcg (this machine mounts the
+/// v1 memory controller). A v1 memcg does not charge zswap's pool: its
+/// limit counts resident memory only, and the pool is bounded by
+/// `max_pool_percent` alone. uzswap runs compared with it use the same
+/// rule (`--uncharged-pool`); a v2 memcg charges the pool, as uzswap does
+/// by default.
+pub fn memcg_v1() -> bool {
+    Path::new(MEMCG_V1).join("memory.limit_in_bytes").exists()
+}
+
+/// What the limit counts on both sides, for the tables' headers.
+pub fn limit_rule() -> &'static str {
+    if memcg_v1() {
+        "the limit counts resident memory, not the compressed pool (a cgroup v1 memcg does not charge zswap; uzswap runs with --uncharged-pool)"
+    } else {
+        "the limit counts resident memory and the compressed pool (a cgroup v2 memcg charges zswap, as uzswap does)"
+    }
+}
 const THP: &str = "/sys/kernel/mm/transparent_hugepage";
 const ZRAM: &str = "/sys/block/zram0";
 const DEBUG_ZSWAP: &str = "/sys/kernel/debug/zswap";
@@ -109,11 +165,12 @@ pub struct Machine {
 
 impl Machine {
     /// Checks that this is root and nothing is in the way, then sets up
-    /// swap, zswap or zram, the THP folio size and a memcg of `limit`.
+    /// swap, zswap or zram, the THP folio size (`None`: the machine's THP
+    /// settings as they are) and a memcg of `limit`.
     pub fn prepare(
         swap: &KernelSwap,
         limit: usize,
-        folio: usize,
+        folio: Option<usize>,
         swap_bytes: usize,
     ) -> Result<Self, BenchError> {
         // SAFETY: geteuid has no preconditions.
@@ -138,7 +195,9 @@ impl Machine {
             procs_file: CString::default(),
         };
         m.mount_debugfs();
-        m.set_folio(folio)?;
+        if let Some(folio) = folio {
+            m.set_folio(folio)?;
+        }
         match swap {
             KernelSwap::Zswap(compressor) => m.zswap(compressor, swap_bytes)?,
             KernelSwap::Zram(algorithm) => m.zram(algorithm, swap_bytes)?,
@@ -259,8 +318,8 @@ impl Machine {
 
     fn cgroup(&mut self, limit: usize) -> Result<(), BenchError> {
         let name = format!("uzswap-peer-{}", std::process::id());
-        let v1 = Path::new("/sys/fs/cgroup/memory");
-        let (dir, knob) = if v1.join("memory.limit_in_bytes").exists() {
+        let v1 = Path::new(MEMCG_V1);
+        let (dir, knob) = if memcg_v1() {
             (v1.join(&name), "memory.limit_in_bytes")
         } else if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
             (Path::new("/sys/fs/cgroup").join(&name), "memory.high")
@@ -312,7 +371,29 @@ impl Machine {
         c
     }
 
-    fn reject_total() -> u64 {
+    /// `argv` run in this memcg: a shell moves itself in, then execs it.
+    pub fn enter_argv(&self, argv: &[String]) -> Vec<String> {
+        let mut out = vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            r#"echo $$ > "$0" && exec "$@""#.to_string(),
+            self.procs_file.to_string_lossy().into_owned(),
+        ];
+        out.extend_from_slice(argv);
+        out
+    }
+
+    /// The most memory the memcg was charged since it was made (v1
+    /// `memory.max_usage_in_bytes`, v2 `memory.peak`), bytes; 0 if unknown.
+    pub fn memcg_peak_bytes(&self) -> u64 {
+        ["memory.max_usage_in_bytes", "memory.peak"]
+            .iter()
+            .find_map(|f| read(&self.cgroup.join(f)).ok()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Pages zswap rejected so far (debugfs `reject_*`, summed).
+    pub fn reject_total() -> u64 {
         std::fs::read_dir(DEBUG_ZSWAP)
             .into_iter()
             .flatten()
@@ -328,7 +409,8 @@ impl Machine {
             .sum()
     }
 
-    fn zram_mem_used_max() -> u64 {
+    /// The most memory zram0 used since it was set up (`mm_stat`).
+    pub fn zram_mem_used_max() -> u64 {
         std::fs::read_to_string(format!("{ZRAM}/mm_stat"))
             .ok()
             .and_then(|s| s.split_whitespace().nth(4)?.parse().ok())
@@ -339,7 +421,13 @@ impl Machine {
 impl Drop for Machine {
     fn drop(&mut self) {
         if !self.cgroup.as_os_str().is_empty() {
-            let _ = std::fs::remove_dir(&self.cgroup);
+            // Killed processes may take a moment to leave the memcg.
+            for _ in 0..100 {
+                if std::fs::remove_dir(&self.cgroup).is_ok() || !self.cgroup.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
         if let Some(p) = self.swapfile.take() {
             let _ = run_tool("swapoff", &[&p.display().to_string()]);
@@ -372,9 +460,8 @@ pub fn run_kernel(
     folio: usize,
 ) -> Result<Measured, BenchError> {
     let swap_bytes = (w.footprint() * 2).max(256 << 20);
-    let machine = Machine::prepare(swap, limit, folio, swap_bytes)?;
-    let before = vmstat()?;
-    let rejects_before = Machine::reject_total();
+    let machine = Machine::prepare(swap, limit, Some(folio), swap_bytes)?;
+    let before = SwapCounts::now()?;
     let mut pool_peak = 0u64;
     let zram = matches!(swap, KernelSwap::Zram(_));
     let run = run_workers(machine.command(w), w.procs, |_| {
@@ -385,11 +472,7 @@ pub fn run_kernel(
         };
         pool_peak = pool_peak.max(now);
     })?;
-    let after = vmstat()?;
-    let delta = |name: &str| -> Result<u64, BenchError> {
-        Ok(counter(&after, name)?.saturating_sub(counter(&before, name)?))
-    };
-    let rejects = Machine::reject_total().saturating_sub(rejects_before);
+    let counts = SwapCounts::now()?.since(before);
     if zram {
         pool_peak = pool_peak.max(Machine::zram_mem_used_max());
     }
@@ -408,11 +491,11 @@ pub fn run_kernel(
         elapsed: run.elapsed,
         user: run.user,
         sys: run.sys,
-        zswpout: delta("zswpout")?,
-        zswpin: delta("zswpin")?,
-        pswpout: delta("pswpout")?,
-        pswpin: delta("pswpin")?,
-        rejects,
+        zswpout: counts.zswpout,
+        zswpin: counts.zswpin,
+        pswpout: counts.pswpout,
+        pswpin: counts.pswpin,
+        rejects: counts.rejects,
         pool_peak_bytes: pool_peak,
         verified: run.verified,
     })

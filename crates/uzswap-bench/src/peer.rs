@@ -61,6 +61,8 @@ impl KernelPeerParams {
         for c in &self.compressors {
             let settings = Settings {
                 limit_bytes: self.limit_bytes,
+                // The same rule as the kernel's memcg (see memcg_v1).
+                charge_pool: !kernel::memcg_v1(),
                 compressor: c.parse().map_err(|e| BenchError::Params(format!("{e}")))?,
                 folio_bytes: self.folio_bytes,
                 parallel: self.parallel,

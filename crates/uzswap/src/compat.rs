@@ -8,6 +8,7 @@
 //! --stats-out F`, and compares. What each case is expected to do today is
 //! in [`EXPECTATIONS`], the one table to edit when an issue is fixed.
 
+pub mod bench;
 mod cases;
 mod gen;
 mod proc;

@@ -160,6 +160,10 @@ enum Bench {
     /// What the syscall guard costs a whole program: dd plain, with kernel
     /// faults handled, and with the guard (--user-mode-only), interleaved.
     Syscalls(SyscallsArgs),
+    /// Real programs (python, numpy, sort, xz, sqlite, redis) plain, under
+    /// uzswap and under kernel zswap in a memcg of the same limit and
+    /// compressor, interleaved (root).
+    Programs(compat::bench::ProgramsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -314,6 +318,16 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("uzswap compat: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Bench(Bench::Programs(a))) => {
+            return match compat::bench::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap bench programs: {e}");
                     ExitCode::from(2)
                 }
             }

@@ -200,6 +200,7 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         format_size(a.folio),
         params.reps,
     );
+    println!("{}", uzswap_bench::kernel::limit_rule());
     println!("{}", usemem::table(&rows, &[]));
     print_ratios(&rows);
     draw(

@@ -52,6 +52,11 @@ pub struct RuntimeArgs {
     /// refault activation only).
     #[arg(long)]
     pub no_track_writes: bool,
+    /// Count resident pages only against --limit, not the compressed pool
+    /// (cgroup v1's memcg, which does not charge zswap); the pool is then
+    /// bounded by --max-pool-percent of RAM or --pool-limit alone.
+    #[arg(long)]
+    pub uncharged_pool: bool,
     /// Give each process of the run its own limit, instead of one limit
     /// for all of them together (as one memcg).
     #[arg(long)]
@@ -67,6 +72,7 @@ impl RuntimeArgs {
     pub fn settings(&self) -> Result<Settings, String> {
         let s = Settings {
             limit_bytes: self.limit,
+            charge_pool: !self.uncharged_pool,
             compressor: self
                 .compressor
                 .parse()

@@ -20,6 +20,13 @@ use std::time::Duration;
 pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Inner {
+    /// Where reclaim stops once the limit is passed: a margin under it of
+    /// 1/32 of the limit, at least one reclaim batch.
+    fn low_watermark(&self) -> usize {
+        let margin = (self.limit_pages / 32).max(self.cfg.reclaim_batch);
+        self.limit_pages.saturating_sub(margin)
+    }
+
     /// Residency past which faults wait for reclaim.
     fn ceiling(&self) -> usize {
         self.limit_pages + self.limit_pages / 4 + self.cfg.reclaim_batch
@@ -35,7 +42,13 @@ impl Inner {
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
-            while !self.stopping() && self.charged() > self.limit_pages {
+            if self.charged() <= self.limit_pages {
+                continue;
+            }
+            // Over the limit: reclaim to the low watermark, a margin under
+            // it (kswapd's high watermark), so that the faults that follow
+            // do not each wake this thread for one batch.
+            while !self.stopping() && self.charged() > self.low_watermark() {
                 self.inject_failure();
                 if self.compact_store() > 0 {
                     // Fewer pool pages: perhaps under the limit already.

@@ -48,6 +48,9 @@ common::counters! {
     kernel_faults: bool,
     /// Aging passes (a scan and a re-protect of every region).
     aging_scans: u64,
+    /// Aging passes left out because write tracking cost more faults than
+    /// it saved (the governor, `aging.rs`).
+    aging_skipped: u64,
     /// Resident pages the aging passes found written.
     pages_written: u64,
     /// Write-protect faults of tracking, resolved by the handler.

@@ -36,6 +36,8 @@
 //!   functions against a model kernel, in every interleaving.
 //! * `fault.rs`: the fault loop (plumbing: events in, operations run).
 //! * `reclaim.rs`: the reclaim thread, throttling, when aging runs.
+//! * `aging.rs`: whether aging (write tracking) pays: epochs with and
+//!   without it, faults per eviction compared, the cheaper one run.
 //! * `region.rs`: the region API ([`Runtime::alloc`], drop,
 //!   [`Region::into_plain`]) and pins ([`Runtime::pin`]).
 //! * `env.rs`: the real environment — userfaultfd ioctls, `madvise`,
@@ -67,6 +69,7 @@
 //! lock (see [`protocol`]); compression, I/O and ioctls run without it,
 //! except the write-tracking un-protect.
 
+mod aging;
 pub mod arena;
 mod counters;
 mod env;

@@ -153,14 +153,34 @@ impl Inner {
     }
 
     /// One aging pass, at most every `aging_interval`, where writes are
-    /// tracked.
+    /// tracked and while tracking pays ([`crate::aging`]).
     fn maybe_age(&self) {
-        if self.env.live().pagemap.is_none() {
+        if self.env.live().pagemap.is_none() || !self.aging.ready() {
             return;
         }
-        if self.aging.ready() {
+        if self.aging_pays() {
             self.age();
+        } else {
+            self.env
+                .counters
+                .aging_skipped
+                .fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The governor's decision for the pass now due. `try_lock`: it never
+    /// waits (a fork copies the lock as it was; a child that finds it held
+    /// keeps aging).
+    fn aging_pays(&self) -> bool {
+        let Ok(mut governor) = self.governor.try_lock() else {
+            return true;
+        };
+        let c = &self.env.counters;
+        governor.due(crate::aging::Reading {
+            swapin_faults: c.swapin_faults.load(Ordering::Relaxed),
+            wp_faults: c.wp_faults.load(Ordering::Relaxed),
+            evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
+        })
     }
 
     /// The store's shrinker, run here: writes back cold pages when the pool

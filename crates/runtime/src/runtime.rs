@@ -109,6 +109,9 @@ pub(crate) struct Inner {
     pub compaction: RateLimit,
     /// Fork generations of this process's swap file so far.
     pub generations: AtomicU64,
+    /// Whether aging passes pay (`aging.rs`); taken with `try_lock` only,
+    /// by the caller that the `aging` rate limit let through.
+    pub governor: std::sync::Mutex<crate::aging::Governor>,
 }
 
 impl Inner {
@@ -358,6 +361,7 @@ impl Runtime {
             aging,
             sweep: RateLimit::new(Duration::from_millis(100)),
             compaction: RateLimit::new(crate::reclaim::COMPACT_INTERVAL),
+            governor: std::sync::Mutex::new(crate::aging::Governor::new(Default::default())),
             generations: AtomicU64::new(0),
         });
         let rt = Runtime { inner };

@@ -1,0 +1,168 @@
+//! Whether write tracking pays for itself. An aging pass write-protects the
+//! resident pages so that reclaim can spare the ones written since; every
+//! first write after a pass then costs a write-protect fault. Tracking is
+//! worth it only while it saves more swap-ins (of written pages reclaim
+//! would otherwise have evicted) than the faults it raises. Under random
+//! access over a working set far above the limit it saves nothing: any
+//! eviction order misses as often, and the write-protect faults come on
+//! top (sort, xz: 588k of them for 1.47M swap-ins).
+//!
+//! The governor measures instead of guessing. Time is cut into epochs of
+//! at least one aging interval and [`MIN_EVICTIONS`] evictions; each epoch
+//! runs with aging on or off. For each mode it keeps a moving average of
+//! the faults it costs, swap-ins plus write-protect faults, per page
+//! evicted, runs the cheaper mode, and tries the other one epoch in
+//! [`EXPLORE_EVERY`], so that it notices when the program changes. Only
+//! the frequency of aging passes changes: what a pass does, and the
+//! protocol that the model checks, stay as they are. Policy only, and
+//! pure: [`Governor`] takes counter readings and returns a decision.
+
+/// Counter readings ([`crate::RuntimeStats`]' totals).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reading {
+    pub swapin_faults: u64,
+    pub wp_faults: u64,
+    pub evicted_pages: u64,
+}
+
+/// Fewest evictions an epoch needs to say anything.
+pub(crate) const MIN_EVICTIONS: u64 = 256;
+/// Every this many epochs, the mode that looks worse runs once.
+pub(crate) const EXPLORE_EVERY: u64 = 4;
+/// Weight of an epoch's cost in its mode's moving average.
+const WEIGHT: f64 = 0.25;
+
+/// Decides, epoch by epoch, whether aging passes run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Governor {
+    /// Faults per eviction, moving average, with aging on.
+    on_cost: Option<f64>,
+    /// The same with aging off.
+    off_cost: Option<f64>,
+    /// Epochs judged so far.
+    epochs: u64,
+    /// The mode of the epoch under way.
+    aging: bool,
+    /// Readings at the start of the epoch under way.
+    start: Reading,
+}
+
+impl Governor {
+    /// Aging on, the first epoch starting at `now`.
+    pub fn new(now: Reading) -> Self {
+        Self {
+            on_cost: None,
+            off_cost: None,
+            epochs: 0,
+            aging: true,
+            start: now,
+        }
+    }
+
+    /// Called when an aging pass is due: ends the epoch under way if it
+    /// has seen enough evictions, and returns whether this pass runs.
+    pub fn due(&mut self, now: Reading) -> bool {
+        let evicted = now.evicted_pages.saturating_sub(self.start.evicted_pages);
+        if evicted < MIN_EVICTIONS {
+            return self.aging;
+        }
+        let faults = now.swapin_faults.saturating_sub(self.start.swapin_faults)
+            + now.wp_faults.saturating_sub(self.start.wp_faults);
+        let cost = faults as f64 / evicted as f64;
+        let average = if self.aging {
+            &mut self.on_cost
+        } else {
+            &mut self.off_cost
+        };
+        *average = Some(average.map_or(cost, |a| a + WEIGHT * (cost - a)));
+        self.epochs += 1;
+        self.start = now;
+        let on_is_cheaper = match (self.on_cost, self.off_cost) {
+            (Some(on), Some(off)) => on <= off,
+            // Each mode once before any choice.
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        let explore = self.epochs.is_multiple_of(EXPLORE_EVERY);
+        self.aging = on_is_cheaper != explore;
+        self.aging
+    }
+
+    /// Whether the epoch under way runs aging passes.
+    #[cfg(test)]
+    pub fn aging(&self) -> bool {
+        self.aging
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drives `g` for `epochs` epochs of 1000 evictions whose faults per
+    /// eviction are `cost(aging)`; returns how many epochs ran aging.
+    fn drive(g: &mut Governor, epochs: usize, cost: impl Fn(bool) -> (u64, u64)) -> usize {
+        let mut now = g.start;
+        let mut on = 0;
+        for _ in 0..epochs {
+            let (swapins, wp) = cost(g.aging());
+            on += usize::from(g.aging());
+            now.evicted_pages += 1000;
+            now.swapin_faults += swapins;
+            now.wp_faults += wp;
+            g.due(now);
+        }
+        on
+    }
+
+    #[test]
+    fn aging_turns_off_where_it_only_adds_faults() {
+        // Thrashing: as many swap-ins either way, write-protect faults on
+        // top with aging.
+        let mut g = Governor::new(Reading::default());
+        let on = drive(&mut g, 40, |aging| (1000, if aging { 400 } else { 0 }));
+        // Off but for the exploring epochs (and the first).
+        assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
+        assert!(!g.aging() || g.epochs.is_multiple_of(EXPLORE_EVERY));
+    }
+
+    #[test]
+    fn aging_stays_on_where_it_saves_swap_ins() {
+        // A hot written set: without aging reclaim evicts it and it comes
+        // back; with aging it is spared, for some write-protect faults.
+        let mut g = Governor::new(Reading::default());
+        let on = drive(
+            &mut g,
+            40,
+            |aging| if aging { (100, 150) } else { (900, 0) },
+        );
+        assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
+    }
+
+    #[test]
+    fn the_governor_follows_a_change_of_phase() {
+        let mut g = Governor::new(Reading::default());
+        drive(
+            &mut g,
+            40,
+            |aging| if aging { (100, 150) } else { (900, 0) },
+        );
+        assert!(g.on_cost < g.off_cost);
+        let on = drive(&mut g, 60, |aging| (1000, if aging { 400 } else { 0 }));
+        assert!(on < 40, "{on} of 60 on after the phase change");
+        assert!(g.on_cost > g.off_cost);
+    }
+
+    #[test]
+    fn an_epoch_without_enough_evictions_decides_nothing() {
+        let mut g = Governor::new(Reading::default());
+        let few = Reading {
+            evicted_pages: MIN_EVICTIONS - 1,
+            swapin_faults: 10_000,
+            wp_faults: 10_000,
+        };
+        assert!(g.due(few));
+        assert_eq!(g.epochs, 0);
+        assert_eq!(g.on_cost, None);
+    }
+}

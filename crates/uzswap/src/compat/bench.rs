@@ -123,7 +123,7 @@ struct Sample {
 
 /// A program's result on one system: the median run.
 #[derive(Debug, Clone)]
-struct Cellule {
+struct SystemResult {
     system: System,
     median: Option<Sample>,
     /// Runs that went wrong, with the first problem.
@@ -136,7 +136,7 @@ struct Cellule {
 struct ProgramResult {
     case: &'static str,
     limit: u64,
-    cells: Vec<Cellule>,
+    cells: Vec<SystemResult>,
     /// Why the program did not run at all.
     skipped: Option<String>,
 }
@@ -336,7 +336,7 @@ impl Bench<'_> {
             .systems
             .iter()
             .zip(samples)
-            .map(|(system, runs)| cellule(system.clone(), runs))
+            .map(|(system, runs)| system_result(system.clone(), runs))
             .collect();
         self.work.remove_unless_kept_at(&dir);
         self.work.remove_unless_kept_at(&input);
@@ -505,13 +505,13 @@ fn problem(case: &Case, m: &Measured, dir: &Path, reference: Option<&Path>) -> O
 }
 
 /// The median (by elapsed time) of the runs that went right.
-fn cellule(system: System, runs: Vec<Sample>) -> Cellule {
+fn system_result(system: System, runs: Vec<Sample>) -> SystemResult {
     let total = runs.len();
     let first_problem = runs.iter().find_map(|s| s.problem.clone());
     let mut good: Vec<Sample> = runs.into_iter().filter(|s| s.problem.is_none()).collect();
     good.sort_by_key(|s| s.measured.elapsed);
     let failed = total - good.len();
-    Cellule {
+    SystemResult {
         system,
         median: good.get(good.len() / 2).cloned(),
         failed,
@@ -706,7 +706,7 @@ mod tests {
 
     #[test]
     fn the_median_is_of_the_runs_that_went_right() {
-        let c = cellule(
+        let c = system_result(
             System::Uzswap,
             vec![
                 sample(300, None),
@@ -722,7 +722,7 @@ mod tests {
             c.median.unwrap().measured.elapsed,
             Duration::from_millis(300)
         );
-        let none = cellule(System::KernelZswap, vec![sample(1, Some("timed out"))]);
+        let none = system_result(System::KernelZswap, vec![sample(1, Some("timed out"))]);
         assert!(none.median.is_none());
         assert_eq!(none.failed, 1);
     }

@@ -14,7 +14,10 @@
 //! Room handed to the program as plain memory (`Region::into_plain`) leaves
 //! the arena for good: the program owns that mapping, and when it unmaps
 //! it the hole is not reserved again ([`Arena::reclaim_unmapped`] would,
-//! but nothing calls it yet).
+//! but nothing calls it yet). So does room the program maps over itself
+//! with `MAP_FIXED` ([`Arena::withdraw`]): no region is carved over it.
+//! [`Arena::reserve_room`] hands room to a program's `PROT_NONE`
+//! reservation, whose commits are regions ([`crate::Runtime::commit`]).
 
 use crate::sys;
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,6 +113,36 @@ impl FreeRoom {
             self.insert(start + len, s + l - start - len);
         }
         true
+    }
+}
+
+impl FreeRoom {
+    /// Takes every free byte of `[lo, hi)` out; how many there were.
+    fn take_within(&mut self, lo: usize, hi: usize) -> usize {
+        let first = self
+            .by_start
+            .range(..lo)
+            .next_back()
+            .filter(|(&s, &l)| s + l > lo)
+            .map(|(&s, _)| s);
+        let starts: Vec<usize> = first
+            .into_iter()
+            .chain(self.by_start.range(lo..hi).map(|(&s, _)| s))
+            .collect();
+        let mut taken = 0;
+        for s in starts {
+            let l = self.by_start[&s];
+            let (a, b) = (s.max(lo), (s + l).min(hi));
+            self.remove(s, l);
+            if s < a {
+                self.insert(s, a - s);
+            }
+            if s + l > b {
+                self.insert(b, s + l - b);
+            }
+            taken += b - a;
+        }
+        taken
     }
 }
 
@@ -274,6 +307,34 @@ impl Arena {
             })
     }
 
+    /// Takes `len` bytes (rounded up to [`GRAIN`]) of address room and
+    /// leaves it reserved (`PROT_NONE`, as all free room is): the caller's
+    /// reservation, parts of which it commits with [`Arena::map_behind`]
+    /// and decommits with [`Arena::decommit`]. Returns its address.
+    pub fn reserve_room(&self, len: usize) -> Result<usize, ArenaError> {
+        let len = len.max(1).div_ceil(GRAIN) * GRAIN;
+        self.room().take(len).ok_or(ArenaError::Full(len))
+    }
+
+    /// Maps `[addr, addr + len)` (page aligned) `PROT_NONE` again, dropping
+    /// its pages, and keeps it out of the free room: it stays the caller's
+    /// reservation.
+    ///
+    /// # Safety
+    /// The range is room the caller holds (from [`Arena::reserve_room`])
+    /// and nothing uses its pages any more.
+    pub unsafe fn decommit(&self, addr: usize, len: usize) -> Result<(), ArenaError> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+        // SAFETY: the caller's guarantee: the range is its own room.
+        unsafe { sys::mmap(addr, len, libc::PROT_NONE, flags) }
+            .map(drop)
+            .map_err(|e| ArenaError::Map {
+                addr,
+                len,
+                error: e.to_string(),
+            })
+    }
+
     /// Returns a region's room to the reservation: its pages are dropped
     /// and the room can be carved again.
     ///
@@ -289,6 +350,20 @@ impl Arena {
         if unsafe { sys::mmap(addr, len, libc::PROT_NONE, flags) }.is_ok() {
             self.room().insert(addr, len);
         }
+    }
+
+    /// The program maps `[addr, addr + len)` itself (`MAP_FIXED`, or
+    /// `MAP_FIXED_NOREPLACE` where it finds room free): the free room
+    /// there (whole grains, rounded outward) leaves the arena for good, so
+    /// that no region is ever carved over the program's mapping. True if
+    /// the whole range was free room.
+    pub fn withdraw(&self, addr: usize, len: usize) -> bool {
+        let lo = addr / GRAIN * GRAIN;
+        let hi = addr.saturating_add(len).div_ceil(GRAIN) * GRAIN;
+        let mut room = self.room();
+        let inner = room.take_within(addr, addr.saturating_add(len));
+        room.take_within(lo, hi);
+        inner == len
     }
 
     /// Room handed to the program as plain memory that it unmapped:
@@ -333,6 +408,20 @@ mod tests {
         assert_eq!(f.take(40), Some(0));
         assert_eq!(f.take(40), Some(60));
         assert_eq!(f.take(1), None);
+    }
+
+    #[test]
+    fn room_taken_within_a_range_is_only_the_free_part() {
+        let mut f = FreeRoom::default();
+        f.insert(0, 100);
+        assert!(f.take_at(40, 20));
+        assert_eq!(f.take_within(30, 70), 20, "30..40 and 60..70 were free");
+        assert_eq!(f.take_within(30, 70), 0);
+        let free: Vec<(usize, usize)> = f.by_start.iter().map(|(&s, &l)| (s, l)).collect();
+        assert_eq!(free, vec![(0, 30), (70, 30)]);
+        assert_eq!(f.by_size.len(), 2, "both indexes agree");
+        assert_eq!(f.take_within(0, 100), 60);
+        assert!(f.by_start.is_empty() && f.by_size.is_empty());
     }
 
     #[test]

@@ -39,7 +39,10 @@
 //! * `aging.rs`: whether aging (write tracking) pays: epochs with and
 //!   without it, faults per eviction compared, the cheaper one run.
 //! * `region.rs`: the region API ([`Runtime::alloc`], drop,
-//!   [`Region::into_plain`]) and pins ([`Runtime::pin`]).
+//!   [`Region::into_plain`], [`Runtime::commit`] for parts of a
+//!   reservation) and pins ([`Runtime::pin`]).
+//! * [`reservation`]: the bookkeeping of `PROT_NONE` reservations whose
+//!   committed parts are regions (the JVM's and V8's heaps).
 //! * `env.rs`: the real environment — userfaultfd ioctls, `madvise`,
 //!   `PAGEMAP_SCAN`, the swap store.
 //! * `uffd.rs`: opening the userfaultfd in the strongest [`FaultMode`]
@@ -84,6 +87,7 @@ pub mod protocol;
 mod reclaim;
 pub mod reentry;
 mod region;
+pub mod reservation;
 mod runtime;
 mod shared;
 mod sys;

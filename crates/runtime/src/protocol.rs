@@ -218,6 +218,15 @@ impl State {
         (idx < r.pages.len()).then_some((base, idx))
     }
 
+    /// Whether a region holds any page of `[addr, addr + len)`.
+    pub fn overlaps_region(&self, addr: usize, len: usize) -> bool {
+        let end = addr.saturating_add(len);
+        self.regions
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, r)| b + r.len_bytes() > addr)
+    }
+
     /// Records a new region of `npages` untouched pages at `base`.
     pub fn add_region(&mut self, base: usize, npages: usize) -> u64 {
         self.next_id += 1;

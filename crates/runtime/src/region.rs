@@ -37,7 +37,92 @@ impl Runtime {
             len: bytes,
             room,
             id,
+            committed: false,
         })
+    }
+
+    /// A region over `[addr, addr + len)` (page aligned) of address room
+    /// the caller reserved ([`arena::Arena::reserve_room`]): the range is
+    /// mapped read-write afresh (zeros: what was there is gone, as after
+    /// `mmap(MAP_FIXED)`) and paged through uzswap. The room stays the
+    /// caller's: dropping the region maps it `PROT_NONE` again
+    /// ([`arena::Arena::decommit`]), and [`Region::into_plain`] leaves it
+    /// mapped.
+    pub fn commit(&self, addr: usize, len: usize) -> Result<Region, RuntimeError> {
+        let arena = arena::global()?;
+        check_committable(arena, addr, len)?;
+        // The state knows the region first: never two over one page.
+        let id = {
+            let mut st = self.inner.lock();
+            if st.overlaps_region(addr, len) {
+                return Err(overlap(addr, len));
+            }
+            st.add_region(addr, len / PAGE)
+        };
+        // SAFETY: the caller's reserved room (checked inside the arena, and
+        // no region's); whatever was mapped there is replaced, as the
+        // caller asked.
+        if let Err(e) = unsafe { arena.map_behind(addr, len) } {
+            self.inner.lock().regions.remove(&addr);
+            return Err(e.into());
+        }
+        if let Err(e) = self.register(addr, len) {
+            self.inner.lock().regions.remove(&addr);
+            // SAFETY: mapped just above, never registered nor used.
+            let _ = unsafe { arena.decommit(addr, len) };
+            return Err(e);
+        }
+        Ok(Region {
+            inner: self.inner.clone(),
+            base: addr,
+            len,
+            room: len,
+            id,
+            committed: true,
+        })
+    }
+
+    /// Commits `[end, end + extra)` right behind a [`Runtime::commit`]
+    /// region (page aligned, the caller's reserved room) into it: one
+    /// region grows by page-sized steps, as a heap grown with
+    /// `mprotect` does, rather than one registration per step.
+    pub fn commit_behind(&self, region: &mut Region, extra: usize) -> Result<(), RuntimeError> {
+        if !region.committed {
+            return Err(RuntimeError::Config(
+                "commit_behind on a region that is not a commit".into(),
+            ));
+        }
+        let arena = arena::global()?;
+        let end = region.base + region.len;
+        check_committable(arena, end, extra)?;
+        // The state knows the pages before the range is mapped and
+        // registered (as in `grow`), and never two regions over one page.
+        let old_pages = region.len / PAGE;
+        {
+            let mut st = self.inner.lock();
+            if st.overlaps_region(end, extra) {
+                return Err(overlap(end, extra));
+            }
+            if let Some(r) = st.region(region.base, region.id) {
+                r.pages
+                    .resize(old_pages + extra / PAGE, protocol::Page::UNTOUCHED);
+            }
+        }
+        // SAFETY: the caller's reserved room right behind its region, no
+        // other region's.
+        if let Err(e) = unsafe { arena.map_behind(end, extra) } {
+            self.resize_pages(region, old_pages);
+            return Err(e.into());
+        }
+        if let Err(e) = self.register(end, extra) {
+            self.resize_pages(region, old_pages);
+            // SAFETY: mapped just above, never registered nor used.
+            let _ = unsafe { arena.decommit(end, extra) };
+            return Err(e);
+        }
+        region.len += extra;
+        region.room = region.len;
+        Ok(())
     }
 
     /// Sets the number of pages the state has for `region` (new ones are
@@ -73,6 +158,9 @@ impl Runtime {
         let bytes = len.div_ceil(arena::GRAIN) * arena::GRAIN;
         if bytes <= region.len {
             return Ok(true);
+        }
+        if region.committed {
+            return Ok(false); // its room is the caller's: `commit_behind`
         }
         let arena = arena::global()?;
         let end = region.base + region.len;
@@ -155,6 +243,26 @@ impl Runtime {
     }
 }
 
+fn overlap(addr: usize, len: usize) -> RuntimeError {
+    RuntimeError::Config(format!(
+        "cannot commit {len} bytes at {addr:#x}: a region is there already"
+    ))
+}
+
+/// A range [`Runtime::commit`] may map: page aligned, not empty, inside the
+/// arena past its guard grain.
+fn check_committable(arena: &arena::Arena, addr: usize, len: usize) -> Result<(), RuntimeError> {
+    let r = arena.range();
+    let inside =
+        addr >= r.start + arena::GRAIN && addr.checked_add(len).is_some_and(|e| e <= r.end);
+    if len == 0 || !addr.is_multiple_of(PAGE) || !len.is_multiple_of(PAGE) || !inside {
+        return Err(RuntimeError::Config(format!(
+            "cannot commit {len} bytes at {addr:#x}: not page-aligned reserved arena room"
+        )));
+    }
+    Ok(())
+}
+
 /// Faults in `[addr, addr + len)` of a region: reads each page, or, for a
 /// system call that will write, writes its first byte with the value it
 /// holds by a compare-exchange (tried until it succeeds: a real write,
@@ -218,6 +326,9 @@ pub struct Region {
     /// reserved, unmapped, for [`Runtime::grow`]).
     room: usize,
     id: u64,
+    /// Made by [`Runtime::commit`]: its room belongs to the caller's
+    /// reservation, not to the region.
+    committed: bool,
 }
 
 impl std::fmt::Debug for Region {
@@ -268,7 +379,7 @@ impl Region {
     pub fn into_plain(self) -> (usize, usize) {
         let (base, len, room) = (self.base, self.len, self.room);
         self.inner.release(base, self.id, true);
-        if room > len {
+        if room > len && !self.committed {
             if let Ok(arena) = arena::global() {
                 // SAFETY: the reserved room behind the region: never
                 // registered nor handed to the program, so nothing uses it.
@@ -283,7 +394,16 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         self.inner.release(self.base, self.id, false);
-        if let Ok(arena) = arena::global() {
+        let Ok(arena) = arena::global() else {
+            return;
+        };
+        if self.committed {
+            // SAFETY: the caller's reserved room, forgotten and
+            // unregistered: its pages go, the room stays the caller's. If
+            // the mapping cannot be changed (out of mappings), the pages
+            // stay mapped, unregistered: plain memory, nothing lost.
+            let _ = unsafe { arena.decommit(self.base, self.len) };
+        } else {
             // SAFETY: the region owned this room; it is forgotten and
             // unregistered, and nothing of ours touches it any more.
             unsafe { arena.give_back(self.base, self.room) };

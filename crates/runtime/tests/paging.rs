@@ -577,3 +577,110 @@ fn an_uncharged_pool_leaves_the_limit_to_resident_pages() {
         assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
     }
 }
+
+/// Permissions of the mapping holding `addr`, from `/proc/self/maps`
+/// (`"rw-p"`, `"---p"`, …).
+fn perms_at(addr: usize) -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (range, perms) = (f.next().unwrap(), f.next().unwrap());
+        let (lo, hi) = range.split_once('-').unwrap();
+        let lo = usize::from_str_radix(lo, 16).unwrap();
+        let hi = usize::from_str_radix(hi, 16).unwrap();
+        if (lo..hi).contains(&addr) {
+            return perms.to_string();
+        }
+    }
+    panic!("{addr:#x} is not mapped");
+}
+
+/// A `PROT_NONE` reservation whose parts are committed as regions (the
+/// JVM's and V8's heaps): a commit at an odd page offset is paged, grows
+/// page by page behind itself, keeps every byte through eviction, and
+/// dropping it leaves the room reserved and inaccessible.
+#[test]
+fn commits_inside_a_reservation_are_paged_and_decommit_to_prot_none() {
+    let rt = Runtime::new(config(64)).unwrap();
+    let arena = runtime::arena::global().unwrap();
+    let room = 16 << 20;
+    let res = arena.reserve_room(room).unwrap();
+    assert_eq!(perms_at(res), "---p", "a reservation is inaccessible");
+    // A commit that is not grain aligned, then grown three times by 5 pages.
+    let start = res + 3 * PAGE;
+    let mut r = rt.commit(start, 40 * PAGE).unwrap();
+    assert_eq!(r.as_ptr() as usize, start);
+    for _ in 0..3 {
+        rt.commit_behind(&mut r, 5 * PAGE).unwrap();
+    }
+    let pages = 55;
+    assert_eq!(r.len(), pages * PAGE);
+    assert_eq!(
+        perms_at(start - PAGE),
+        "---p",
+        "the page below stays reserved"
+    );
+    assert_eq!(perms_at(start + pages * PAGE), "---p", "and the one above");
+    // A second commit further on, with the 8 pages between left reserved.
+    let other = rt.commit(start + (pages + 8) * PAGE, 300 * PAGE).unwrap();
+    {
+        // SAFETY: one thread uses the regions here.
+        let (a, b) = unsafe { (r.as_mut_slice(), other.as_mut_slice()) };
+        assert!(a.iter().all(|&x| x == 0), "a commit starts zeroed");
+        for i in 0..pages {
+            fill(&mut a[i * PAGE..(i + 1) * PAGE], i, 3);
+        }
+        for i in 0..300 {
+            fill(&mut b[i * PAGE..(i + 1) * PAGE], i, 4);
+        }
+    }
+    wait_until("commits swapped out", || {
+        rt.reclaim(400) > 0 && rt.stats().evicted_pages >= 100
+    });
+    let mut expect = vec![0u8; PAGE];
+    {
+        // SAFETY: as above.
+        let (a, b) = unsafe { (r.as_mut_slice(), other.as_mut_slice()) };
+        for i in 0..pages {
+            fill(&mut expect, i, 3);
+            assert!(a[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+        }
+        for i in 0..300 {
+            fill(&mut expect, i, 4);
+            assert!(b[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+        }
+    }
+    assert!(rt.stats().swapin_faults > 0, "{:?}", rt.stats());
+    // Growing a region that is not a commit this way is refused.
+    let mut plain = rt.alloc(64 << 10).unwrap();
+    assert!(rt.commit_behind(&mut plain, PAGE).is_err());
+    // So is a commit outside the arena, and one over a region's pages
+    // (never two regions over one page), by commit or by growth.
+    assert!(rt.commit(0x10000, PAGE).is_err());
+    assert!(rt.commit(start + 10 * PAGE, PAGE).is_err());
+    assert!(rt.commit(start - PAGE, 2 * PAGE).is_err());
+    assert!(
+        rt.commit_behind(&mut r, 9 * PAGE).is_err(),
+        "would reach `other`"
+    );
+    assert_eq!(
+        r.len(),
+        pages * PAGE,
+        "a refused growth leaves the region as it was"
+    );
+    rt.commit_behind(&mut r, 8 * PAGE).unwrap();
+    assert_eq!(perms_at(start + pages * PAGE), "rw-p");
+    let pages = pages + 8;
+    drop(r);
+    assert_eq!(perms_at(start), "---p", "decommitted, still reserved");
+    // The room can be committed again: zeros, not the old bytes.
+    let again = rt.commit(start, pages * PAGE).unwrap();
+    // SAFETY: as above.
+    assert!(unsafe { again.as_mut_slice() }.iter().all(|&x| x == 0));
+    let (base, len) = other.into_plain();
+    // SAFETY: the plain mapping is ours now; one thread reads it.
+    let b = unsafe { std::slice::from_raw_parts(base as *const u8, len) };
+    fill(&mut expect, 299, 4);
+    assert!(b[299 * PAGE..] == expect[..], "into_plain keeps the bytes");
+    drop(again);
+}

@@ -35,12 +35,17 @@ common::counters! {
     regions: u64,
     /// Bytes of those regions.
     region_bytes: u64,
-    /// Regions made since start (allocations and mappings paged).
+    /// Regions made since start (allocations, mappings and commits of
+    /// reservations paged).
     region_allocs: u64,
     /// Regions released (freed, unmapped).
     regions_released: u64,
-    /// `realloc`s that grew a region in place (no copy, no swap-in).
+    /// Regions grown in place: `realloc` (no copy, no swap-in), and
+    /// commits right behind a commit of a reservation.
     regions_grown: u64,
+    /// `PROT_NONE` reservations served from the arena, whose committed
+    /// parts are paged (the JVM's and V8's heaps).
+    reservations: u64,
 }
 
 /// Every counter of one process.

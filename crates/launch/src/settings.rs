@@ -26,6 +26,9 @@ pub mod env {
     /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
     /// cgroup v1).
     pub const CHARGE_POOL: &str = "UZSWAP_CHARGE_POOL";
+    /// Page the committed parts of large `PROT_NONE` reservations (1) or
+    /// leave reservations to the kernel (0).
+    pub const RESERVATIONS: &str = "UZSWAP_RESERVATIONS";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
     /// Handle user-mode faults only (the syscall guard's mode), even where
@@ -67,7 +70,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 17] = [
+    pub const VARS: [Var; 18] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -80,6 +83,7 @@ pub mod env {
         flag(SWAPFILE_SIZE, "--swapfile-size"),
         flag(TRACK_WRITES, "--no-track-writes"),
         flag(CHARGE_POOL, "--uncharged-pool"),
+        flag(RESERVATIONS, "--no-reservations"),
         // `uzswap run` makes the file unless asked for one limit per
         // process.
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
@@ -116,6 +120,10 @@ pub struct Settings {
     /// resident pages only, the pool bounded by `max_pool_percent` of RAM
     /// (cgroup v1's memcg, which does not charge zswap).
     pub charge_pool: bool,
+    /// Large `PROT_NONE` anonymous reservations come from the arena, and
+    /// the parts the program commits (`mmap(MAP_FIXED)`, `mprotect(RW)`)
+    /// are paged: the JVM's and V8's heaps.
+    pub reservations: bool,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.
     pub parallel: bool,
@@ -146,6 +154,7 @@ impl Default for Settings {
         Self {
             limit_bytes: 512 << 20,
             charge_pool: true,
+            reservations: true,
             compressor: Algorithm::Lz4,
             parallel: false,
             folio_bytes: 64 << 10,
@@ -261,6 +270,9 @@ impl Settings {
         if let Some(v) = get(env::CHARGE_POOL) {
             s.charge_pool = parse_bool(&v).ok_or_else(|| bad(env::CHARGE_POOL, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::RESERVATIONS) {
+            s.reservations = parse_bool(&v).ok_or_else(|| bad(env::RESERVATIONS, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::USER_MODE_ONLY) {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
@@ -353,6 +365,7 @@ impl Settings {
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
+            (env::RESERVATIONS, u8::from(self.reservations).to_string()),
         ];
         if let Some(p) = &self.shared_limit_file {
             vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
@@ -543,6 +556,7 @@ mod tests {
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
             track_writes: false,
+            reservations: false,
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),
@@ -569,6 +583,7 @@ mod tests {
             (env::POOL_LIMIT, "much"),
             (env::WRITEBACK, "maybe"),
             (env::TRACK_WRITES, "sometimes"),
+            (env::RESERVATIONS, "often"),
             (env::SWAPFILE_SIZE, "1K"),
             (env::USER_MODE_ONLY, "perhaps"),
             (env::INJECT_FAILURE, "everywhere"),

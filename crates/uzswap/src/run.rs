@@ -57,6 +57,11 @@ pub struct RuntimeArgs {
     /// bounded by --max-pool-percent of RAM or --pool-limit alone.
     #[arg(long)]
     pub uncharged_pool: bool,
+    /// Leave large PROT_NONE reservations (the JVM's and V8's heaps) to
+    /// the kernel: only plain anonymous mappings and large allocations are
+    /// paged.
+    #[arg(long)]
+    pub no_reservations: bool,
     /// Give each process of the run its own limit, instead of one limit
     /// for all of them together (as one memcg).
     #[arg(long)]
@@ -73,6 +78,7 @@ impl RuntimeArgs {
         let s = Settings {
             limit_bytes: self.limit,
             charge_pool: !self.uncharged_pool,
+            reservations: !self.no_reservations,
             compressor: self
                 .compressor
                 .parse()
@@ -122,11 +128,12 @@ pub struct RunArgs {
 type Counter = fn(&ProcessReport) -> u64;
 
 /// The rows users compare, in the kernel's names.
-const SUMMARY: [(&str, Counter); 18] = [
+const SUMMARY: [(&str, Counter); 19] = [
     ("peak_rss_bytes", |r| r.program.peak_rss_bytes),
     ("charged_pages", |r| r.runtime.charged_pages),
     ("region_allocs", |r| r.program.region_allocs),
     ("region_bytes", |r| r.program.region_bytes),
+    ("reservations", |r| r.program.reservations),
     ("faults", |r| r.runtime.faults),
     ("zero_faults", |r| r.runtime.zero_faults),
     ("swapin_faults", |r| r.runtime.swapin_faults),

@@ -233,6 +233,38 @@ fn is_plain_anonymous(addr: *mut c_void, prot: c_int, flags: c_int, fd: c_int) -
         && prot == libc::PROT_READ | libc::PROT_WRITE
 }
 
+/// A reservation: a `PROT_NONE` private anonymous mapping the kernel may
+/// place where it likes (a hint is only a hint), for parts to be committed
+/// later.
+fn is_reservation(prot: c_int, flags: c_int, fd: c_int) -> bool {
+    let kind = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    let unusual = libc::MAP_SHARED
+        | libc::MAP_FIXED
+        | libc::MAP_FIXED_NOREPLACE
+        | libc::MAP_HUGETLB
+        | libc::MAP_GROWSDOWN
+        | libc::MAP_STACK
+        | libc::MAP_32BIT;
+    fd == -1 && flags & kind == kind && flags & unusual == 0 && prot == libc::PROT_NONE
+}
+
+/// A commit: fresh read-write private anonymous memory mapped over a range
+/// (`MAP_FIXED`).
+fn is_fixed_commit(prot: c_int, flags: c_int, fd: c_int) -> bool {
+    let kind = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+    let unusual = libc::MAP_SHARED | libc::MAP_HUGETLB | libc::MAP_GROWSDOWN | libc::MAP_STACK;
+    fd == -1
+        && flags & kind == kind
+        && flags & unusual == 0
+        && prot == libc::PROT_READ | libc::PROT_WRITE
+}
+
+/// A decommit: inaccessible private anonymous memory mapped over a range.
+fn is_fixed_decommit(prot: c_int, flags: c_int, fd: c_int) -> bool {
+    let kind = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+    fd == -1 && flags & kind == kind && flags & libc::MAP_SHARED == 0 && prot == libc::PROT_NONE
+}
+
 /// # Safety
 /// C `mmap`.
 #[no_mangle]
@@ -250,8 +282,20 @@ pub unsafe extern "C" fn mmap(
                 if let Some(p) = preload::alloc(len, PAGE_SIZE, Kind::Mapping) {
                     return p as *mut c_void;
                 }
+            } else if is_reservation(prot, flags, fd) {
+                if let Some(p) = preload::reserve(len) {
+                    return p as *mut c_void;
+                }
             } else if flags & libc::MAP_FIXED != 0 {
-                preload::release_overlapping(addr as usize, len);
+                if is_fixed_commit(prot, flags, fd) {
+                    if let Some(p) = preload::commit_fixed(addr as usize, len) {
+                        return p as *mut c_void;
+                    }
+                }
+                let decommit = is_fixed_decommit(prot, flags, fd);
+                preload::before_fixed_map(addr as usize, len, decommit);
+            } else if flags & libc::MAP_FIXED_NOREPLACE != 0 {
+                preload::before_noreplace_map(addr as usize, len);
             }
         }
         // SAFETY: mmap's contract, passed on unchanged.
@@ -282,7 +326,9 @@ pub unsafe extern "C" fn mmap64(
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     no_unwind("munmap", || {
         if !preload::passes_through() {
-            if preload::unmap_exact(addr as usize, len) {
+            if preload::unmap_exact(addr as usize, len)
+                || preload::unmap_reserved(addr as usize, len)
+            {
                 return 0;
             }
             preload::release_overlapping(addr as usize, len);
@@ -316,8 +362,14 @@ pub unsafe extern "C" fn mremap(
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
     no_unwind("mprotect", || {
-        if !preload::passes_through() && prot != libc::PROT_READ | libc::PROT_WRITE {
-            preload::release_overlapping(addr as usize, len);
+        if !preload::passes_through() {
+            if prot == libc::PROT_READ | libc::PROT_WRITE {
+                if preload::commit_protect(addr as usize, len) {
+                    return 0;
+                }
+            } else {
+                preload::before_protect(addr as usize, len, prot & libc::PROT_WRITE != 0);
+            }
         }
         // SAFETY: mprotect's contract, passed on unchanged.
         unsafe { sys::sys_mprotect(addr, len, prot) }

@@ -11,6 +11,23 @@
 //!   grows a region in place when it can ([`runtime::Runtime::grow`]).
 //! - `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)`
 //!   of at least that size gets a region; `munmap` of exactly it drops it.
+//! - Reservations (on by default; `UZSWAP_RESERVATIONS=0` turns them
+//!   off): `mmap(NULL, len, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS[|
+//!   MAP_NORESERVE], -1, 0)` of at least that size takes address room from
+//!   the arena (a hint address is not honoured). What the program then
+//!   commits in it becomes a region: `mmap(MAP_FIXED, PROT_READ|
+//!   PROT_WRITE)` (the JVM's heap) and `mprotect(PROT_READ|PROT_WRITE)`
+//!   (V8's heap; a commit right behind another grows it,
+//!   [`runtime::Runtime::commit_behind`]). `mmap(MAP_FIXED, PROT_NONE)`
+//!   decommits (zeros next time, as in the kernel), `munmap` of any part
+//!   unmaps it (the room goes back to the arena by whole grains), and a
+//!   part the program makes accessible any other way (other protections,
+//!   file mappings) is *tainted*: never a region again, the kernel's
+//!   mapping as asked. `MAP_FIXED` anywhere in the arena takes that room
+//!   out of it for good, and `MAP_FIXED_NOREPLACE` over free room finds it
+//!   free, as without uzswap.
+//!   Not covered: glibc's per-thread malloc arenas (glibc maps and
+//!   `mprotect`s them internally, past any interposition).
 //! - Anything else a program does to a region's range (`munmap` of part,
 //!   `mremap`, `mprotect` to other than read-write, discarding `madvise`,
 //!   `MAP_FIXED` over it) first turns the region into plain memory (every
@@ -39,7 +56,7 @@
 //!
 //! ## Lock order
 //!
-//! region table → runtime state lock. The table lock is never held while
+//! region table (regions and reservations) → runtime state lock. The table lock is never held while
 //! waiting for the runtime (a region is dropped after its entry is removed),
 //! and the runtime's threads never take it.
 

@@ -45,8 +45,6 @@ pub struct Expectation {
     pub unprivileged: Expected,
 }
 
-const JVM_HEAP: &str =
-    "JVM heap not paged: committed by mmap(MAP_FIXED) over a PROT_NONE reservation (issue 13)";
 const JEMALLOC: &str =
     "runs and BGSAVE's fork works, but nothing is paged: the dataset is jemalloc's small objects (issue 13)";
 
@@ -61,7 +59,8 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "python-mp-fork", root: Works,                 unprivileged: Works },
     Expectation { case: "node-buffer",    root: Works,                 unprivileged: Works },
     Expectation { case: "java-nio",       root: Works,                 unprivileged: Works },
-    Expectation { case: "java-heap",      root: KnownIssue(JVM_HEAP),  unprivileged: KnownIssue(JVM_HEAP) },
+    Expectation { case: "node-heap",      root: Works,                 unprivileged: Works },
+    Expectation { case: "java-heap",      root: Works,                 unprivileged: Works },
     Expectation { case: "sqlite",         root: Works,                 unprivileged: Works },
     Expectation { case: "sort",           root: Works,                 unprivileged: Works },
     Expectation { case: "xz",             root: Works,                 unprivileged: Works },

@@ -410,3 +410,49 @@ fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
     assert!(f.evicted_pages > 2 * 4096, "{f:?}");
     assert_eq!(f.evict_failures, 0, "{f:?}");
 }
+
+/// A heap made as the JVM's and V8's are (a `PROT_NONE` reservation,
+/// committed by `mmap(MAP_FIXED)` and by `mprotect` step by step) is
+/// paged, and decommit, `mprotect`, `MADV_DONTNEED`, `munmap` of a part
+/// and a `read(2)` into it keep the kernel's meaning (the program checks
+/// every byte). As root, then as nobody (`UFFD_USER_MODE_ONLY`).
+#[test]
+fn reservations_committed_by_map_fixed_and_mprotect_are_paged() {
+    let dir = tempdir("reserve");
+    let bin = compile_c("reservecheck", &dir);
+    let (out, f) = run(
+        &["--limit", "8M"],
+        &[bin.to_str().unwrap(), dir.to_str().unwrap()],
+        "reserve",
+    );
+    assert_paged(&out, &f, "reservecheck: ok", 2048);
+    let program = &f.total.program;
+    assert_eq!(program.reservations, 1, "{f:?}");
+    // The MAP_FIXED commit, its recommit, the mprotect commit (one region
+    // grown by each step, split by the changes later).
+    assert!(program.region_allocs >= 3, "{f:?}");
+    assert!(program.regions_grown >= 90, "{f:?}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let nobody = tempdir("reserve-nobody");
+    let prog = nobody.join("reservecheck");
+    std::fs::copy(&bin, &prog).unwrap();
+    let uz = uzswap_for_any_user(&nobody, &[&prog]);
+    let stats = nobody.join("stats");
+    let out = as_nobody(&uz)
+        .args(["run", "--limit", "8M", "--swapfile-dir"])
+        .arg(&nobody)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--")
+        .arg(&prog)
+        .arg(&nobody)
+        .env("TMPDIR", &nobody)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let f = run_report(&stats);
+    assert_paged(&out, &f, "reservecheck: ok", 2048);
+    assert_eq!(f.total.program.reservations, 1, "{f:?}");
+}

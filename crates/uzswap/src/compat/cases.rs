@@ -159,6 +159,7 @@ const PYTHON_LIST: &str = include_str!("../../compat/python_list.py");
 const NUMPY_SUM: &str = include_str!("../../compat/numpy_sum.py");
 const PYTHON_MP_FORK: &str = include_str!("../../compat/python_mp_fork.py");
 const NODE_BUFFER: &str = include_str!("../../compat/node_buffer.js");
+const NODE_HEAP: &str = include_str!("../../compat/node_heap.js");
 const COMPAT_JAVA: &str = include_str!("../../compat/Compat.java");
 const SQLITE_SQL: &str = include_str!("../../compat/sqlite.sql");
 const REDIS_SH: &str = include_str!("../../compat/redis.sh");
@@ -267,6 +268,18 @@ pub const CASES: &[Case] = &[
             vec![NODE.into(), ctx.path("node_buffer.js"), ctx.size.to_string(), "out.bin".into()]
         },
         outputs: &["out.bin"],
+        check_plain_twice: false,
+    },
+    Case {
+        name: "node-heap",
+        about: "node: small objects on V8's heap (a reservation committed with mprotect), hashed",
+        unit: "objects",
+        needs: &[Need::Program(NODE)],
+        quick: Sizes { size: 1_000_000, limit: 48 * MIB },
+        full: Sizes { size: 3_000_000, limit: 128 * MIB },
+        setup: |ctx| ctx.put("node_heap.js", NODE_HEAP),
+        command: |ctx| vec![NODE.into(), ctx.path("node_heap.js"), ctx.size.to_string()],
+        outputs: &[],
         check_plain_twice: false,
     },
     Case {

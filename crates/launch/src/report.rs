@@ -46,6 +46,9 @@ common::counters! {
     /// `PROT_NONE` reservations served from the arena, whose committed
     /// parts are paged (the JVM's and V8's heaps).
     reservations: u64,
+    /// Bytes of the small-object heap (`--small-objects`): the region
+    /// mimalloc serves allocations below `--min-alloc` from.
+    small_heap_bytes: u64,
 }
 
 /// Every counter of one process.

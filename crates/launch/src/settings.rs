@@ -29,6 +29,9 @@ pub mod env {
     /// Page the committed parts of large `PROT_NONE` reservations (1) or
     /// leave reservations to the kernel (0).
     pub const RESERVATIONS: &str = "UZSWAP_RESERVATIONS";
+    /// Serve allocations below `UZSWAP_MIN_ALLOC` from a paged heap
+    /// (mimalloc over a region) too (1), or leave them to glibc (0).
+    pub const SMALL_OBJECTS: &str = "UZSWAP_SMALL_OBJECTS";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
     /// Handle user-mode faults only (the syscall guard's mode), even where
@@ -70,7 +73,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 18] = [
+    pub const VARS: [Var; 19] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -84,6 +87,7 @@ pub mod env {
         flag(TRACK_WRITES, "--no-track-writes"),
         flag(CHARGE_POOL, "--uncharged-pool"),
         flag(RESERVATIONS, "--no-reservations"),
+        flag(SMALL_OBJECTS, "--small-objects"),
         // `uzswap run` makes the file unless asked for one limit per
         // process.
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
@@ -124,6 +128,9 @@ pub struct Settings {
     /// the parts the program commits (`mmap(MAP_FIXED)`, `mprotect(RW)`)
     /// are paged: the JVM's and V8's heaps.
     pub reservations: bool,
+    /// Allocations below `min_alloc_bytes` come from a paged heap too
+    /// (mimalloc over one growing region): small objects are paged.
+    pub small_objects: bool,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.
     pub parallel: bool,
@@ -155,6 +162,7 @@ impl Default for Settings {
             limit_bytes: 512 << 20,
             charge_pool: true,
             reservations: true,
+            small_objects: false,
             compressor: Algorithm::Lz4,
             parallel: false,
             folio_bytes: 64 << 10,
@@ -273,6 +281,10 @@ impl Settings {
         if let Some(v) = get(env::RESERVATIONS) {
             s.reservations = parse_bool(&v).ok_or_else(|| bad(env::RESERVATIONS, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::SMALL_OBJECTS) {
+            s.small_objects =
+                parse_bool(&v).ok_or_else(|| bad(env::SMALL_OBJECTS, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::USER_MODE_ONLY) {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
@@ -366,6 +378,7 @@ impl Settings {
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
             (env::RESERVATIONS, u8::from(self.reservations).to_string()),
+            (env::SMALL_OBJECTS, u8::from(self.small_objects).to_string()),
         ];
         if let Some(p) = &self.shared_limit_file {
             vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
@@ -557,6 +570,7 @@ mod tests {
             swapfile_bytes: 1 << 30,
             track_writes: false,
             reservations: false,
+            small_objects: true,
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),

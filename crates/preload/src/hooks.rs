@@ -3,6 +3,7 @@
 
 use crate::libc_alloc as sys;
 use crate::preload::{self, no_unwind, Freed, Kind};
+use crate::small_heap;
 use libc::{c_int, c_void, off_t, size_t};
 
 use common::PAGE_SIZE;
@@ -21,7 +22,9 @@ fn region_or_null(size: usize, align: usize) -> Option<*mut c_void> {
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
     no_unwind("malloc", || {
-        region_or_null(size, 16).unwrap_or_else(|| sys::malloc(size))
+        region_or_null(size, 16)
+            .or_else(|| small_heap::alloc(size, 16, false))
+            .unwrap_or_else(|| sys::malloc(size))
     })
 }
 
@@ -34,7 +37,9 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
             set_errno(libc::ENOMEM);
             return std::ptr::null_mut();
         };
-        region_or_null(total, 16).unwrap_or_else(|| sys::calloc(n, size))
+        region_or_null(total, 16)
+            .or_else(|| small_heap::alloc(total, 16, true))
+            .unwrap_or_else(|| sys::calloc(n, size))
     })
 }
 
@@ -44,6 +49,12 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
     no_unwind("free", || {
         if ptr.is_null() {
+            return;
+        }
+        if small_heap::owns(ptr) {
+            // SAFETY: a block of the small-object heap (the caller's
+            // guarantee that it is live).
+            unsafe { small_heap::free(ptr) };
             return;
         }
         if preload::free(ptr as usize) == Freed::NotOurs {
@@ -66,6 +77,10 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
             // SAFETY: glibc frees and returns null for realloc(p, 0).
             unsafe { free(ptr) };
             return std::ptr::null_mut();
+        }
+        if small_heap::owns(ptr) {
+            // SAFETY: a live block of the small-object heap.
+            return unsafe { realloc_small(ptr, size) };
         }
         let old_usable = match preload::usable_size(ptr as usize) {
             // A region that still fits (and is not far too big) stays.
@@ -115,6 +130,37 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
     })
 }
 
+/// `realloc` of a block of the small-object heap: in place or within the
+/// heap while it stays small, else moved (to a region if it has grown
+/// past `--min-alloc`, to glibc if the heap is full).
+///
+/// # Safety
+/// `ptr` is a live block of the small-object heap.
+unsafe fn realloc_small(ptr: *mut c_void, size: usize) -> *mut c_void {
+    let small = preload::below_min(size);
+    if small {
+        // SAFETY: the caller's guarantee.
+        if let Some(p) = unsafe { small_heap::realloc(ptr, size) } {
+            return p;
+        }
+    }
+    let new = if small {
+        sys::malloc(size)
+    } else {
+        moved_region(size).unwrap_or_else(|| sys::malloc(size))
+    };
+    if !new.is_null() {
+        // SAFETY: the old block holds `usable` bytes, the new one `size`;
+        // they are distinct.
+        unsafe {
+            let usable = small_heap::usable_size(ptr);
+            std::ptr::copy_nonoverlapping(ptr as *const u8, new as *mut u8, usable.min(size));
+            small_heap::free(ptr);
+        }
+    }
+    new
+}
+
 /// A region for a block `realloc` grows out of its place, with room to
 /// grow in place from then on ([`preload::REALLOC_ROOM`] times its size).
 fn moved_region(size: usize) -> Option<*mut c_void> {
@@ -139,7 +185,9 @@ pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, n: size_t, size: size_t)
 }
 
 fn aligned(align: usize, size: usize) -> *mut c_void {
-    region_or_null(size, align).unwrap_or_else(|| sys::memalign(align, size))
+    region_or_null(size, align)
+        .or_else(|| small_heap::alloc(size, align, false))
+        .unwrap_or_else(|| sys::memalign(align, size))
 }
 
 /// # Safety
@@ -209,6 +257,10 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> size_t {
     no_unwind("malloc_usable_size", || {
         if ptr.is_null() {
             return 0;
+        }
+        if small_heap::owns(ptr) {
+            // SAFETY: a live block of the small-object heap.
+            return unsafe { small_heap::usable_size(ptr) };
         }
         match preload::usable_size(ptr as usize) {
             Some(n) => n,

@@ -28,6 +28,10 @@
 //!   free, as without uzswap.
 //!   Not covered: glibc's per-thread malloc arenas (glibc maps and
 //!   `mprotect`s them internally, past any interposition).
+//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default, root
+//!   only for now): allocations below `UZSWAP_MIN_ALLOC` come from
+//!   mimalloc managing one growing region (`small_heap.rs`), so a
+//!   program made of small objects (sqlite, redis) is paged too.
 //! - Anything else a program does to a region's range (`munmap` of part,
 //!   `mremap`, `mprotect` to other than read-write, discarding `madvise`,
 //!   `MAP_FIXED` over it) first turns the region into plain memory (every
@@ -64,6 +68,7 @@ mod guarded_io;
 mod hooks;
 mod libc_alloc;
 mod preload;
+mod small_heap;
 mod stats;
 
 #[global_allocator]

@@ -38,6 +38,9 @@ pub enum Kind {
     Mapping,
     /// A committed part of a reservation (`Runtime::commit`).
     Commit,
+    /// The small-object heap's region (`small_heap.rs`): no block of its
+    /// own, mimalloc's blocks inside.
+    SmallHeap,
 }
 
 struct Entry {
@@ -213,6 +216,7 @@ fn decide_guard(s: &Settings) {
     match runtime::probe_userfaultfd(s.user_mode_only) {
         Ok(runtime::FaultMode::KernelFaults) => {}
         Ok(runtime::FaultMode::UserModeOnly) => {
+            USER_MODE_ONLY.store(true, Ordering::Release);
             GUARD_PENDING.store(true, Ordering::Release);
             // SAFETY: PR_GET_SECCOMP takes no pointer; 2 = filter mode.
             let filtered = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } == 2;
@@ -236,6 +240,14 @@ fn guard_ready() -> bool {
         INSTALL.call_once(install_guard);
     }
     !GUARD_REFUSED.load(Ordering::Acquire)
+}
+
+/// The userfaultfd is user-mode only: regions need the syscall guard.
+static USER_MODE_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether regions are served under the syscall guard.
+pub fn user_mode_only() -> bool {
+    USER_MODE_ONLY.load(Ordering::Acquire)
 }
 
 /// Whether the guard is still to go in (at the first region).
@@ -273,6 +285,10 @@ fn install_guard() {
 /// Reads the settings from the environment; a bad one ends the program
 /// with a message naming it.
 pub fn load_settings() {
+    // Whatever the C library allocates meanwhile (the guard's set-up, fork
+    // handlers) is glibc's: the small-object heap must not start (and
+    // install the guard a second time) from inside the guard's install.
+    let _busy = force_busy();
     match Settings::from_env() {
         Ok(s) => {
             MIN_ALLOC.store(s.min_alloc_bytes, Ordering::Relaxed);
@@ -293,7 +309,12 @@ pub fn load_settings() {
             if r != 0 {
                 die(&format!("pthread_atfork failed (errno {r})"));
             }
-            decide_guard(SETTINGS.get().expect("set just above"));
+            let s = SETTINGS.get().expect("set just above");
+            decide_guard(s);
+            // Not under the syscall guard yet: a redis-server with its
+            // small objects paged hung there (issue 13), so the heap needs
+            // kernel faults handled for now.
+            crate::small_heap::configure(s.small_objects && !user_mode_only());
         }
         Err(e) => die(&format!("bad setting: {e}")),
     }
@@ -404,6 +425,59 @@ pub fn alloc_with_room(size: usize, align: usize, kind: Kind, room: usize) -> Op
     Some(user)
 }
 
+/// Whether an allocation of `size` bytes is below `--min-alloc` (left to
+/// glibc, or to the small-object heap).
+pub fn below_min(size: usize) -> bool {
+    size < MIN_ALLOC.load(Ordering::Relaxed)
+}
+
+/// The small-object heap's region: `room` bytes of address room with its
+/// first 64 KiB mapped, grown by [`grow_small_heap`]; its base, or `None`
+/// if no region can be made (the heap then stays off).
+pub fn small_heap_region(room: usize) -> Option<usize> {
+    if !guard_ready() {
+        return None;
+    }
+    let p = get_or_start()?;
+    let region = p.runtime.alloc_with_room(PAGE_SIZE, room).ok()?;
+    let base = region.as_ptr() as usize;
+    LO.fetch_min(base, Ordering::Relaxed);
+    HI.fetch_max(base + room, Ordering::Relaxed);
+    p.counters.region_allocs.fetch_add(1, Ordering::Relaxed);
+    p.table().insert(
+        base,
+        Entry {
+            region,
+            user: base,
+            kind: Kind::SmallHeap,
+        },
+    );
+    Some(base)
+}
+
+/// Grows the small-object heap's region at `base` in place to `len` bytes.
+pub fn grow_small_heap(base: usize, len: usize) -> bool {
+    let Some(p) = started() else {
+        return false;
+    };
+    let mut table = p.table();
+    match table.get_mut(&base) {
+        Some(e) if e.kind == Kind::SmallHeap => {
+            matches!(p.runtime.grow(&mut e.region, len), Ok(true))
+        }
+        _ => false,
+    }
+}
+
+/// Counts `bytes` more handed to the small-object heap.
+pub fn small_heap_grown(bytes: usize) {
+    if let Some(p) = started() {
+        p.counters
+            .small_heap_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
 pub fn in_bounds(addr: usize, len: usize) -> bool {
     addr < HI.load(Ordering::Relaxed) && addr.saturating_add(len) > LO.load(Ordering::Relaxed)
 }
@@ -431,7 +505,7 @@ pub fn usable_size(ptr: usize) -> Option<usize> {
     let p = started()?;
     let table = p.table();
     let (_, e) = table.range(..=ptr).next_back()?;
-    (e.user == ptr && e.kind != Kind::Commit).then(|| e.usable())
+    (e.user == ptr && matches!(e.kind, Kind::Malloc | Kind::Mapping)).then(|| e.usable())
 }
 
 /// Grows the allocation at `ptr` (a region's `malloc` pointer) in place

@@ -109,6 +109,8 @@ pub struct Case {
     /// Run the plain command twice first, to prove its outputs are
     /// deterministic (else a difference would blame uzswap wrongly).
     pub check_plain_twice: bool,
+    /// Flags of `uzswap run` besides `--limit` (`--small-objects`).
+    pub flags: &'static [&'static str],
 }
 
 impl Case {
@@ -219,6 +221,7 @@ pub const CASES: &[Case] = &[
         command: |ctx| vec![PYTHON.into(), ctx.path("python_hash.py"), ctx.path("data.bin")],
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "python-list",
@@ -231,6 +234,7 @@ pub const CASES: &[Case] = &[
         command: |ctx| vec![PYTHON.into(), ctx.path("python_list.py"), ctx.size.to_string()],
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "numpy",
@@ -243,6 +247,7 @@ pub const CASES: &[Case] = &[
         command: |ctx| vec![PYTHON.into(), ctx.path("numpy_sum.py"), ctx.size.to_string()],
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "python-mp-fork",
@@ -255,6 +260,7 @@ pub const CASES: &[Case] = &[
         command: |ctx| vec![PYTHON.into(), ctx.path("python_mp_fork.py"), ctx.size.to_string()],
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "node-buffer",
@@ -269,6 +275,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["out.bin"],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "node-heap",
@@ -281,6 +288,7 @@ pub const CASES: &[Case] = &[
         command: |ctx| vec![NODE.into(), ctx.path("node_heap.js"), ctx.size.to_string()],
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "java-nio",
@@ -298,6 +306,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["out.bin"],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "java-heap",
@@ -317,6 +326,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "sqlite",
@@ -344,6 +354,31 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["db.sqlite"],
         check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "sqlite-heap",
+        about: "sqlite3 as it comes: its page cache is one small malloc per page (--small-objects)",
+        unit: "rows",
+        needs: &[Need::Program(SQLITE)],
+        quick: Sizes { size: 150_000, limit: 6 * MIB },
+        full: Sizes { size: 800_000, limit: 32 * MIB },
+        setup: |ctx| {
+            let sql = SQLITE_SQL
+                .replace("@ROWS@", &ctx.size.to_string())
+                .replace("@CACHE_KIB@", &(sqlite_cache_bytes(ctx.size) >> 10).to_string());
+            ctx.put("sqlite.sql", &sql)
+        },
+        command: |ctx| {
+            vec![
+                SQLITE.into(),
+                "db.sqlite".into(),
+                format!(".read {}", ctx.path("sqlite.sql")),
+            ]
+        },
+        outputs: &["db.sqlite"],
+        check_plain_twice: false,
+        flags: &["--small-objects"],
     },
     Case {
         name: "sort",
@@ -365,6 +400,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["sorted.txt"],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "xz",
@@ -385,6 +421,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["data.xz"],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "zstd",
@@ -406,6 +443,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["data.zst"],
         check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "gcc",
@@ -431,6 +469,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &["gen.o"],
         check_plain_twice: true,
+        flags: &[],
     },
     Case {
         name: "redis",
@@ -449,6 +488,26 @@ pub const CASES: &[Case] = &[
         },
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "redis-heap",
+        about: "redis-server as `redis`, its dataset of small objects paged (--small-objects)",
+        unit: "keys",
+        needs: &[Need::Program(REDIS_SERVER), Need::Program(REDIS_CLI), Need::Program(SH)],
+        quick: Sizes { size: 100_000, limit: 10 * MIB },
+        full: Sizes { size: 1_000_000, limit: 64 * MIB },
+        setup: |ctx| {
+            ctx.put("redis.sh", REDIS_SH)?;
+            let path = ctx.input.join("load.resp");
+            gen::redis_commands(&path, ctx.size / 4, 200, SEED).map_err(io(&path))
+        },
+        command: |ctx| {
+            vec![SH.into(), ctx.path("redis.sh"), ctx.size.to_string(), ctx.path("load.resp")]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &["--small-objects"],
     },
     Case {
         name: "usemem",
@@ -469,6 +528,7 @@ pub const CASES: &[Case] = &[
         },
         outputs: &[],
         check_plain_twice: false,
+        flags: &[],
     },
 ];
 

@@ -1,0 +1,260 @@
+//! The small-object heap (`--small-objects`): allocations below
+//! `--min-alloc` served by mimalloc from one growing region, so that the
+//! data of programs made of small objects (sqlite's page cache, redis's
+//! dataset, an interpreter's objects) is paged like a large buffer.
+//!
+//! ## Design
+//!
+//! * One region, carved with 64 GiB of address room behind it
+//!   ([`crate::preload::small_heap_region`]). mimalloc (v2, linked in,
+//!   its symbols local to this library) manages it as arenas
+//!   (`mi_manage_os_memory`): the first 64 MiB at start, then chunks that
+//!   double up to 1 GiB, each added when mimalloc reports the arenas
+//!   full (a null return) by growing the region in place.
+//! * mimalloc never takes memory of its own from the OS for objects
+//!   (`disallow_os_alloc`, no arena reservation), never purges
+//!   (`purge_delay = -1`: freed pages stay, and reclaim compresses them
+//!   like any other), and prints nothing.
+//! * A pointer is the heap's if it lies in its address room: `free`,
+//!   `realloc` and `malloc_usable_size` test that first, so no pointer of
+//!   the heap ever reaches glibc (or the program's own allocator) and no
+//!   other pointer reaches mimalloc.
+//! * When the heap cannot serve (off, not started, a runtime thread, a
+//!   nested call, full), the request goes to glibc as before.
+//!
+//! ## Invariants
+//!
+//! 1. Every pointer mimalloc returns lies in `[LO, HI)`: its arenas are the
+//!    region's parts, and nothing else (checked; a pointer outside ends
+//!    the program, since no allocator could free it).
+//! 2. mimalloc runs with the thread busy ([`preload::enter`]): its own
+//!    `mmap`s (arena bitmaps, thread data) pass straight to the kernel.
+//!
+//! ## Lock order
+//!
+//! `GROW` → region table → runtime state lock.
+
+use crate::preload;
+use libc::c_void;
+use libmimalloc_sys as mi;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// mimalloc v2's segment: its arenas are made of these, aligned to them.
+const SEGMENT: usize = 32 << 20;
+/// Address room of the heap (nothing is mapped there until it grows).
+const ROOM: usize = 64 << 30;
+const FIRST_CHUNK: usize = 2 * SEGMENT;
+const MAX_CHUNK: usize = 1 << 30;
+/// Alignments mimalloc serves here; larger ones go to glibc.
+const MAX_ALIGN: usize = 64 << 10;
+
+// mimalloc v2's option numbers (`mi_option_t`, include/mimalloc.h).
+const OPT_SHOW_ERRORS: mi::mi_option_t = 0;
+const OPT_PURGE_DECOMMITS: mi::mi_option_t = 5;
+const OPT_PURGE_DELAY: mi::mi_option_t = 15;
+const OPT_DISALLOW_OS_ALLOC: mi::mi_option_t = 17;
+const OPT_MAX_WARNINGS: mi::mi_option_t = 20;
+const OPT_ARENA_RESERVE: mi::mi_option_t = 23;
+
+const OFF: u8 = 0;
+const READY: u8 = 1;
+const ON: u8 = 2;
+const FAILED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(OFF);
+/// The heap's address room: a pointer in `[LO, HI)` is mimalloc's.
+static LO: AtomicUsize = AtomicUsize::new(usize::MAX);
+static HI: AtomicUsize = AtomicUsize::new(0);
+/// Bumped by each growth: a failed allocation retries if it moved.
+static GROWS: AtomicUsize = AtomicUsize::new(0);
+
+/// What growth needs: the region's base and how much of it is managed.
+struct Heap {
+    base: usize,
+    managed_end: usize,
+    next_chunk: usize,
+}
+
+static GROW: Mutex<Option<Heap>> = Mutex::new(None);
+
+/// Sets the heap up at load (`UZSWAP_SMALL_OBJECTS=1`): mimalloc's options
+/// now, the region at the first small allocation.
+pub fn configure(on: bool) {
+    if !on {
+        return;
+    }
+    // SAFETY: setting options has no preconditions; before any mimalloc
+    // allocation, so every later one sees them.
+    unsafe {
+        mi::mi_option_set(OPT_SHOW_ERRORS, 0);
+        mi::mi_option_set(OPT_MAX_WARNINGS, 0);
+        mi::mi_option_set(OPT_PURGE_DELAY, -1);
+        mi::mi_option_set(OPT_PURGE_DECOMMITS, 0);
+        mi::mi_option_set(OPT_DISALLOW_OS_ALLOC, 1);
+        mi::mi_option_set(OPT_ARENA_RESERVE, 0);
+        mi::mi_process_init();
+    }
+    STATE.store(READY, Ordering::Release);
+}
+
+/// Whether `ptr` is the heap's.
+pub fn owns(ptr: *mut c_void) -> bool {
+    let p = ptr as usize;
+    p >= LO.load(Ordering::Relaxed) && p < HI.load(Ordering::Relaxed)
+}
+
+/// `size` bytes aligned to `align` (zeroed if asked) from the heap, or
+/// `None` to leave the request to glibc.
+pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
+    if STATE.load(Ordering::Acquire) == OFF || align > MAX_ALIGN || !preload::below_min(size) {
+        return None;
+    }
+    let _busy = preload::enter()?;
+    if !started() {
+        return None;
+    }
+    loop {
+        let grows = GROWS.load(Ordering::Acquire);
+        // SAFETY: mimalloc's allocation entry points, any size; `align`
+        // is a power of two (the hooks check it).
+        let p = unsafe {
+            match (zeroed, align <= 16) {
+                (false, true) => mi::mi_malloc(size),
+                (true, true) => mi::mi_zalloc(size),
+                (false, false) => mi::mi_malloc_aligned(size, align),
+                (true, false) => mi::mi_zalloc_aligned(size, align),
+            }
+        };
+        if !p.is_null() {
+            if !owns(p) {
+                runtime::fatal::die(&format!(
+                    "the small-object heap returned {p:p}, outside its region"
+                ));
+            }
+            return Some(p);
+        }
+        if !grow(grows) {
+            return None;
+        }
+    }
+}
+
+/// C `free` of a heap pointer.
+///
+/// # Safety
+/// `ptr` is a live block of the heap ([`owns`]).
+pub unsafe fn free(ptr: *mut c_void) {
+    let _busy = preload::force_busy();
+    // SAFETY: the caller's guarantee.
+    unsafe { mi::mi_free(ptr) }
+}
+
+/// Usable size of a heap block.
+///
+/// # Safety
+/// `ptr` is a live block of the heap.
+pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
+    // SAFETY: the caller's guarantee.
+    unsafe { mi::mi_usable_size(ptr) }
+}
+
+/// `realloc` of a heap block to a size still below `--min-alloc`: in
+/// mimalloc, or `None` if the heap is full (the caller moves it).
+///
+/// # Safety
+/// `ptr` is a live block of the heap.
+pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> Option<*mut c_void> {
+    let _busy = preload::force_busy();
+    loop {
+        let grows = GROWS.load(Ordering::Acquire);
+        // SAFETY: the caller's guarantee; on null the block is untouched.
+        let p = unsafe { mi::mi_realloc(ptr, size) };
+        if !p.is_null() {
+            return Some(p);
+        }
+        if !grow(grows) {
+            return None;
+        }
+    }
+}
+
+/// Starts the heap if it is ready and not started: its region, and its
+/// first arena. False if it cannot serve.
+fn started() -> bool {
+    match STATE.load(Ordering::Acquire) {
+        ON => return preload::owns_runtime(),
+        READY => {}
+        _ => return false,
+    }
+    let mut g = GROW.lock().unwrap_or_else(|e| e.into_inner());
+    if STATE.load(Ordering::Acquire) == READY {
+        let heap = preload::small_heap_region(ROOM + SEGMENT).and_then(|base| {
+            let start = base.next_multiple_of(SEGMENT);
+            let end = start + FIRST_CHUNK;
+            manage(base, start, end).then_some(Heap {
+                base,
+                managed_end: end,
+                next_chunk: 2 * FIRST_CHUNK,
+            })
+        });
+        match heap {
+            Some(h) => {
+                LO.store(h.base, Ordering::Relaxed);
+                HI.store(h.base + ROOM + SEGMENT, Ordering::Relaxed);
+                *g = Some(h);
+                STATE.store(ON, Ordering::Release);
+            }
+            None => STATE.store(FAILED, Ordering::Release),
+        }
+    }
+    STATE.load(Ordering::Acquire) == ON
+}
+
+/// Grows the region to `end` and gives `[start, end)` to mimalloc.
+fn manage(base: usize, start: usize, end: usize) -> bool {
+    if !preload::grow_small_heap(base, end - base) {
+        return false;
+    }
+    // SAFETY: `[start, end)` is the region's, mapped and registered, and
+    // used by nothing else; its pages read as zeros until written.
+    let ok = unsafe {
+        mi::mi_manage_os_memory_ex(
+            start as *const c_void,
+            end - start,
+            true,  // committed: region pages are there when touched
+            false, // not large: mimalloc may treat it as ordinary memory
+            true,  // zero: untouched region pages read as zeros
+            -1,
+            false, // not exclusive: every heap allocates here
+            std::ptr::null_mut(),
+        )
+    };
+    if ok {
+        preload::small_heap_grown(end - start);
+    }
+    ok
+}
+
+/// Adds the next chunk, unless another thread grew the heap since `seen`
+/// (then the caller just retries). False if the heap cannot grow.
+fn grow(seen: usize) -> bool {
+    if !preload::owns_runtime() {
+        return false; // a vfork child: its parent's heap
+    }
+    let mut g = GROW.lock().unwrap_or_else(|e| e.into_inner());
+    if GROWS.load(Ordering::Acquire) != seen {
+        return true;
+    }
+    let Some(h) = g.as_mut() else {
+        return false;
+    };
+    let end = h.managed_end + h.next_chunk;
+    if end > h.base + ROOM + SEGMENT || !manage(h.base, h.managed_end, end) {
+        return false;
+    }
+    h.managed_end = end;
+    h.next_chunk = (h.next_chunk * 2).min(MAX_CHUNK);
+    GROWS.fetch_add(1, Ordering::Release);
+    true
+}

@@ -418,11 +418,19 @@ pub fn alloc_with_room(size: usize, align: usize, kind: Kind, room: usize) -> Op
     let region = p.runtime.alloc_with_room(len, room.max(len)).ok()?;
     let base = region.as_ptr() as usize;
     let user = (base + align.max(1) - 1) & !(align.max(1) - 1);
+    let end = base + region.len();
+    hand_out(p, region, user, kind, end);
+    Some(user)
+}
+
+/// Enters a new region in the table, counted, with `[base, end)` inside
+/// the bounds of [`in_bounds`] (`end`: its end, or its room's if it grows).
+fn hand_out(p: &'static Preload, region: Region, user: usize, kind: Kind, end: usize) {
+    let base = region.as_ptr() as usize;
     LO.fetch_min(base, Ordering::Relaxed);
-    HI.fetch_max(base + region.len(), Ordering::Relaxed);
+    HI.fetch_max(end, Ordering::Relaxed);
     p.counters.region_allocs.fetch_add(1, Ordering::Relaxed);
     p.table().insert(base, Entry { region, user, kind });
-    Some(user)
 }
 
 /// Whether an allocation of `size` bytes is below `--min-alloc` (left to
@@ -441,17 +449,7 @@ pub fn small_heap_region(room: usize) -> Option<usize> {
     let p = get_or_start()?;
     let region = p.runtime.alloc_with_room(PAGE_SIZE, room).ok()?;
     let base = region.as_ptr() as usize;
-    LO.fetch_min(base, Ordering::Relaxed);
-    HI.fetch_max(base + room, Ordering::Relaxed);
-    p.counters.region_allocs.fetch_add(1, Ordering::Relaxed);
-    p.table().insert(
-        base,
-        Entry {
-            region,
-            user: base,
-            kind: Kind::SmallHeap,
-        },
-    );
+    hand_out(p, region, base, Kind::SmallHeap, base + room);
     Some(base)
 }
 

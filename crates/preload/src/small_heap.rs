@@ -114,24 +114,33 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
     if !started() {
         return None;
     }
-    loop {
-        let grows = GROWS.load(Ordering::Acquire);
+    let p = growing(|| {
         // SAFETY: mimalloc's allocation entry points, any size; `align`
         // is a power of two (the hooks check it).
-        let p = unsafe {
+        unsafe {
             match (zeroed, align <= 16) {
                 (false, true) => mi::mi_malloc(size),
                 (true, true) => mi::mi_zalloc(size),
                 (false, false) => mi::mi_malloc_aligned(size, align),
                 (true, false) => mi::mi_zalloc_aligned(size, align),
             }
-        };
+        }
+    })?;
+    if !owns(p) {
+        runtime::fatal::die(&format!(
+            "the small-object heap returned {p:p}, outside its region"
+        ));
+    }
+    Some(p)
+}
+
+/// Runs a mimalloc allocation, growing the heap and trying again while it
+/// finds the heap full (null); `None` once it cannot grow.
+fn growing(mut attempt: impl FnMut() -> *mut c_void) -> Option<*mut c_void> {
+    loop {
+        let grows = GROWS.load(Ordering::Acquire);
+        let p = attempt();
         if !p.is_null() {
-            if !owns(p) {
-                runtime::fatal::die(&format!(
-                    "the small-object heap returned {p:p}, outside its region"
-                ));
-            }
             return Some(p);
         }
         if !grow(grows) {
@@ -166,17 +175,8 @@ pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
 /// `ptr` is a live block of the heap.
 pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> Option<*mut c_void> {
     let _busy = preload::force_busy();
-    loop {
-        let grows = GROWS.load(Ordering::Acquire);
-        // SAFETY: the caller's guarantee; on null the block is untouched.
-        let p = unsafe { mi::mi_realloc(ptr, size) };
-        if !p.is_null() {
-            return Some(p);
-        }
-        if !grow(grows) {
-            return None;
-        }
-    }
+    // SAFETY: the caller's guarantee; on null the block is untouched.
+    growing(|| unsafe { mi::mi_realloc(ptr, size) })
 }
 
 /// Starts the heap if it is ready and not started: its region, and its

@@ -335,12 +335,7 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(SQLITE)],
         quick: Sizes { size: 800_000, limit: 32 * MIB },
         full: Sizes { size: 5_000_000, limit: 160 * MIB },
-        setup: |ctx| {
-            let sql = SQLITE_SQL
-                .replace("@ROWS@", &ctx.size.to_string())
-                .replace("@CACHE_KIB@", &(sqlite_cache_bytes(ctx.size) >> 10).to_string());
-            ctx.put("sqlite.sql", &sql)
-        },
+        setup: sqlite_script,
         command: |ctx| {
             let slots = sqlite_cache_bytes(ctx.size) / 4096;
             vec![
@@ -363,12 +358,7 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(SQLITE)],
         quick: Sizes { size: 150_000, limit: 6 * MIB },
         full: Sizes { size: 800_000, limit: 32 * MIB },
-        setup: |ctx| {
-            let sql = SQLITE_SQL
-                .replace("@ROWS@", &ctx.size.to_string())
-                .replace("@CACHE_KIB@", &(sqlite_cache_bytes(ctx.size) >> 10).to_string());
-            ctx.put("sqlite.sql", &sql)
-        },
+        setup: sqlite_script,
         command: |ctx| {
             vec![
                 SQLITE.into(),
@@ -478,14 +468,8 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(REDIS_SERVER), Need::Program(REDIS_CLI), Need::Program(SH)],
         quick: Sizes { size: 500_000, limit: 32 * MIB },
         full: Sizes { size: 4_000_000, limit: 160 * MIB },
-        setup: |ctx| {
-            ctx.put("redis.sh", REDIS_SH)?;
-            let path = ctx.input.join("load.resp");
-            gen::redis_commands(&path, ctx.size / 4, 200, SEED).map_err(io(&path))
-        },
-        command: |ctx| {
-            vec![SH.into(), ctx.path("redis.sh"), ctx.size.to_string(), ctx.path("load.resp")]
-        },
+        setup: redis_inputs,
+        command: redis_script,
         outputs: &[],
         check_plain_twice: false,
         flags: &[],
@@ -497,14 +481,8 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(REDIS_SERVER), Need::Program(REDIS_CLI), Need::Program(SH)],
         quick: Sizes { size: 100_000, limit: 10 * MIB },
         full: Sizes { size: 1_000_000, limit: 64 * MIB },
-        setup: |ctx| {
-            ctx.put("redis.sh", REDIS_SH)?;
-            let path = ctx.input.join("load.resp");
-            gen::redis_commands(&path, ctx.size / 4, 200, SEED).map_err(io(&path))
-        },
-        command: |ctx| {
-            vec![SH.into(), ctx.path("redis.sh"), ctx.size.to_string(), ctx.path("load.resp")]
-        },
+        setup: redis_inputs,
+        command: redis_script,
         outputs: &[],
         check_plain_twice: false,
         flags: &["--small-objects"],
@@ -537,6 +515,32 @@ const SQLITE_SLOT: u64 = 4096 + 512;
 
 /// sqlite's page cache for `rows` rows: room for the whole database
 /// (about 110 bytes a row with its index entry).
+/// `sqlite.sql` with its rows and page-cache size filled in.
+fn sqlite_script(ctx: &Ctx) -> Result<(), String> {
+    let sql = SQLITE_SQL.replace("@ROWS@", &ctx.size.to_string()).replace(
+        "@CACHE_KIB@",
+        &(sqlite_cache_bytes(ctx.size) >> 10).to_string(),
+    );
+    ctx.put("sqlite.sql", &sql)
+}
+
+/// `redis.sh` and its RESP load (a quarter of the keys, 200-byte values).
+fn redis_inputs(ctx: &Ctx) -> Result<(), String> {
+    ctx.put("redis.sh", REDIS_SH)?;
+    let path = ctx.input.join("load.resp");
+    gen::redis_commands(&path, ctx.size / 4, 200, SEED).map_err(io(&path))
+}
+
+/// `sh redis.sh KEYS load.resp`.
+fn redis_script(ctx: &Ctx) -> Vec<String> {
+    vec![
+        SH.into(),
+        ctx.path("redis.sh"),
+        ctx.size.to_string(),
+        ctx.path("load.resp"),
+    ]
+}
+
 fn sqlite_cache_bytes(rows: u64) -> u64 {
     (rows * 128).max(16 * MIB)
 }

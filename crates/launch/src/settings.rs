@@ -23,6 +23,9 @@ pub mod env {
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
+    /// A swap-in fault near a recent one brings its whole folio (1) or
+    /// only its page (0).
+    pub const FOLIO_SWAPIN: &str = "UZSWAP_FOLIO_SWAPIN";
     /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
     /// cgroup v1).
     pub const CHARGE_POOL: &str = "UZSWAP_CHARGE_POOL";
@@ -73,7 +76,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 19] = [
+    pub const VARS: [Var; 20] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -85,6 +88,7 @@ pub mod env {
         flag(SWAPFILE_DIR, "--swapfile-dir"),
         flag(SWAPFILE_SIZE, "--swapfile-size"),
         flag(TRACK_WRITES, "--no-track-writes"),
+        flag(FOLIO_SWAPIN, "--no-folio-swapin"),
         flag(CHARGE_POOL, "--uncharged-pool"),
         flag(RESERVATIONS, "--no-reservations"),
         flag(SMALL_OBJECTS, "--small-objects"),
@@ -146,6 +150,9 @@ pub struct Settings {
     pub swapfile_bytes: usize,
     /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
     pub track_writes: bool,
+    /// A swap-in fault near a recent one brings the rest of its folio
+    /// from the pool (mTHP swap-in's role).
+    pub folio_swapin: bool,
     /// The limit applies to all processes mapping this file together
     /// (see the runtime's `shared.rs`); `None`: to this process alone.
     pub shared_limit_file: Option<PathBuf>,
@@ -173,6 +180,7 @@ impl Default for Settings {
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
             track_writes: true,
+            folio_swapin: true,
             shared_limit_file: None,
             user_mode_only: false,
             inject_failure: None,
@@ -275,6 +283,9 @@ impl Settings {
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::FOLIO_SWAPIN) {
+            s.folio_swapin = parse_bool(&v).ok_or_else(|| bad(env::FOLIO_SWAPIN, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::CHARGE_POOL) {
             s.charge_pool = parse_bool(&v).ok_or_else(|| bad(env::CHARGE_POOL, &v, "1 or 0"))?;
         }
@@ -376,6 +387,7 @@ impl Settings {
             (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
+            (env::FOLIO_SWAPIN, u8::from(self.folio_swapin).to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
             (env::RESERVATIONS, u8::from(self.reservations).to_string()),
             (env::SMALL_OBJECTS, u8::from(self.small_objects).to_string()),
@@ -447,6 +459,7 @@ impl Settings {
             reclaim_batch: folio_pages.max(64),
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
+            folio_swapin: self.folio_swapin,
             shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
             inject_failure: self.inject_failure,
@@ -569,6 +582,7 @@ mod tests {
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
             track_writes: false,
+            folio_swapin: false,
             reservations: false,
             small_objects: true,
             shared_limit_file: Some("/dev/shm/x".into()),
@@ -597,6 +611,7 @@ mod tests {
             (env::POOL_LIMIT, "much"),
             (env::WRITEBACK, "maybe"),
             (env::TRACK_WRITES, "sometimes"),
+            (env::FOLIO_SWAPIN, "maybe"),
             (env::RESERVATIONS, "often"),
             (env::SWAPFILE_SIZE, "1K"),
             (env::USER_MODE_ONLY, "perhaps"),

@@ -32,6 +32,9 @@ common::counters! {
     swapin_faults: u64,
     /// Pages mapped by fault-around, without a fault of their own.
     around_pages: u64,
+    /// Swap-in faults near a recent one, which brought the rest of their
+    /// folio from the pool too (folio swap-in, `swapin.rs`).
+    folio_swapins: u64,
     /// Pages evicted to the swap store.
     evicted_pages: u64,
     /// Faults held back until reclaim caught up (`memory.high` throttling).
@@ -71,6 +74,7 @@ impl Counters {
             Event::ZeroFault => &self.zero_faults,
             Event::SwapinFault => &self.swapin_faults,
             Event::AroundPages => &self.around_pages,
+            Event::FolioSwapin => &self.folio_swapins,
             Event::EvictedPages => &self.evicted_pages,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,

@@ -6,6 +6,7 @@ use crate::forkcell::ForkCell;
 use crate::pagemap::PagemapScan;
 use crate::protocol::{Env, Event, KernelError, Slot, StoreError, StoreId, PAGE};
 use crate::shared::SharedLimit;
+use crate::swapin::FolioSwapin;
 use crate::sys;
 use crate::uffd::FaultMode;
 use common::wakeup::Wakeup;
@@ -57,6 +58,8 @@ pub(crate) struct RealEnv {
     /// One folio of zeros: the source of first-touch write faults.
     zeros: Box<[u8]>,
     pub counters: Counters,
+    /// Which swap-in faults bring their whole folio; `None`: off.
+    folio_swapin: Option<FolioSwapin>,
     /// Every call into a store holds it (shared); a fork holds it alone, so
     /// that no thread is inside a store at the instant of the fork.
     pub gate: RwLock<()>,
@@ -82,12 +85,13 @@ fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
 }
 
 impl RealEnv {
-    pub fn new(live: Live, mode: FaultMode, folio_pages: usize) -> Self {
+    pub fn new(live: Live, mode: FaultMode, folio_pages: usize, folio_swapin: bool) -> Self {
         Self {
             live: ForkCell::new(live),
             mode,
             zeros: vec![0u8; folio_pages.max(1) * PAGE].into_boxed_slice(),
             counters: Counters::default(),
+            folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
             gate: RwLock::new(()),
         }
     }
@@ -297,6 +301,7 @@ impl Env for RealEnv {
         slot: Slot,
         out: &mut Vec<u8>,
         neighbours: &[Slot],
+        at: Option<usize>,
     ) -> Result<Vec<(Slot, Vec<u8>)>, StoreError> {
         let _gate = self.gated();
         out.resize(PAGE, 0);
@@ -315,10 +320,20 @@ impl Env for RealEnv {
             return Ok(Vec::new());
         }
         let mut got = Vec::new();
-        self.live()
-            .own
-            .swap_in_around(slot, out, neighbours, &mut got)
-            .map_err(|e| StoreError(e.to_string()))?;
+        let own = &self.live().own;
+        let folio = match (&self.folio_swapin, at) {
+            (Some(f), Some(at)) => f.wants_folio(at) && !neighbours.is_empty(),
+            _ => false,
+        };
+        if folio {
+            own.swap_in_folio(slot, out, neighbours, &mut got)
+        } else {
+            own.swap_in_around(slot, out, neighbours, &mut got)
+        }
+        .map_err(|e| StoreError(e.to_string()))?;
+        if folio {
+            self.counters.add(Event::FolioSwapin, 1);
+        }
         Ok(got.into_iter().map(|(s, b)| (s, b.into_vec())).collect())
     }
 

@@ -43,6 +43,9 @@
 //!   reservation) and pins ([`Runtime::pin`]).
 //! * [`reservation`]: the bookkeeping of `PROT_NONE` reservations whose
 //!   committed parts are regions (the JVM's and V8's heaps).
+//! * `swapin.rs`: folio swap-in — a swap-in fault near a recent one
+//!   brings the rest of its folio from the pool (mTHP swap-in's role);
+//!   a fault without locality takes its one page (seed 002).
 //! * `env.rs`: the real environment — userfaultfd ioctls, `madvise`,
 //!   `PAGEMAP_SCAN`, the swap store.
 //! * `uffd.rs`: opening the userfaultfd in the strongest [`FaultMode`]
@@ -90,6 +93,7 @@ mod region;
 pub mod reservation;
 mod runtime;
 mod shared;
+mod swapin;
 mod sys;
 mod uffd;
 

@@ -223,6 +223,7 @@ impl Env for ModelEnv<'_> {
         slot: Slot,
         out: &mut u8,
         neighbours: &[Slot],
+        _at: Option<usize>,
     ) -> Result<Vec<(Slot, u8)>, StoreError> {
         let mut s = self.s.borrow_mut();
         *out = s

@@ -338,6 +338,7 @@ pub enum Event {
     ZeroFault,
     SwapinFault,
     AroundPages,
+    FolioSwapin,
     EvictedPages,
     EvictFailures,
     WorkingsetRefault,
@@ -427,14 +428,17 @@ pub trait Env {
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError>;
     /// Reads the page at `slot` into `out` and frees it (own store), or
     /// copies it (inherited store). `neighbours`: other slots of the same
-    /// store the caller also wants (fault-around); those the store has at
-    /// hand are returned (and freed likewise), the rest stay stored.
+    /// store the caller also wants (fault-around and folio swap-in); those
+    /// the store hands over are returned (and freed likewise), the rest
+    /// stay stored. `at`: the address a fault's page is for (the store's
+    /// locality policy may use it); `None` for a load that is no fault.
     fn load(
         &self,
         store: StoreId,
         slot: Slot,
         out: &mut Self::Buf,
         neighbours: &[Slot],
+        at: Option<usize>,
     ) -> Result<Vec<(Slot, Self::Buf)>, StoreError>;
     /// Frees a slot whose page is no longer wanted.
     fn free(&self, store: StoreId, slot: Slot);
@@ -448,7 +452,8 @@ pub struct Tunables {
     /// Longest run mapped by one first-touch fault, and evicted as one
     /// folio; runs are aligned to it.
     pub folio_pages: usize,
-    /// Fault-around window: `1 << page_cluster` pages.
+    /// Fault-around window: `1 << page_cluster` pages, or the folio if
+    /// larger (folio swap-in).
     pub page_cluster: u32,
     /// A page refaulting within this many evictions is active.
     pub workingset_pages: u64,
@@ -644,7 +649,10 @@ impl<B: Clone + Default> MissingFault<B> {
             } => {
                 let mut buf = B::default();
                 let wanted: Vec<Slot> = around.iter().map(|a| a.1).collect();
-                match cx.env.load(store, slot, &mut buf, &wanted) {
+                match cx
+                    .env
+                    .load(store, slot, &mut buf, &wanted, Some(page_addr(base, idx)))
+                {
                     Ok(loaded) => {
                         let got = loaded
                             .into_iter()
@@ -768,7 +776,7 @@ impl<B: Clone + Default> MissingFault<B> {
         let limit = cx.tun.workingset_pages;
         let evictions = st.evictions;
         let folio = cx.tun.folio_pages.max(1);
-        let cluster = 1usize << cx.tun.page_cluster;
+        let cluster = (1usize << cx.tun.page_cluster).max(folio.next_power_of_two());
         let region = st.regions.get_mut(&base).expect("located");
         let state = region.pages[idx].state;
         match state {
@@ -816,8 +824,9 @@ impl<B: Clone + Default> MissingFault<B> {
                     page.active = true;
                     cx.env.count(Event::WorkingsetRefault, 1);
                 }
-                // Fault-around: swapped neighbours of the same store in the
-                // fault's cluster come along, if the store has them at hand.
+                // Fault-around and folio swap-in: swapped neighbours of the
+                // same store in the fault's cluster (or folio, if larger)
+                // come along, if the store hands them over.
                 let lo = idx & !(cluster - 1);
                 let hi = (lo + cluster).min(region.pages.len());
                 let mut around = Vec::new();
@@ -1658,7 +1667,7 @@ impl<B: Clone + Default> Release<B> {
                 tries,
             } => {
                 let mut buf = B::default();
-                match cx.env.load(store, slot, &mut buf, &[]) {
+                match cx.env.load(store, slot, &mut buf, &[], None) {
                     Ok(_) => self.pc = ReleasePc::Map { idx, buf },
                     Err(error) if tries + 1 >= SWAPIN_TRIES => {
                         return Err(Fatal::SwapIn {

@@ -34,6 +34,9 @@ pub struct RuntimeConfig {
     /// Longest run of neighbouring pages evicted as one folio (and mapped
     /// by one first-touch fault).
     pub evict_folio_pages: usize,
+    /// Folio swap-in: a swap-in fault near a recent one brings the rest of
+    /// its folio from the pool in the same fault (`swapin.rs`).
+    pub folio_swapin: bool,
     /// Track writes to resident pages (write-protect + `PAGEMAP_SCAN`) so
     /// that reclaim spares recently written pages, where the kernel has
     /// `PAGEMAP_SCAN` (6.7+).
@@ -72,6 +75,7 @@ impl Default for RuntimeConfig {
             charge_pool: true,
             reclaim_batch: 64,
             evict_folio_pages: 16,
+            folio_swapin: true,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,
@@ -345,7 +349,7 @@ impl Runtime {
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            env: RealEnv::new(live, mode, cfg.evict_folio_pages),
+            env: RealEnv::new(live, mode, cfg.evict_folio_pages, cfg.folio_swapin),
             tun: Tunables {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,

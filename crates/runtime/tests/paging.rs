@@ -578,6 +578,79 @@ fn an_uncharged_pool_leaves_the_limit_to_resident_pages() {
     }
 }
 
+/// Writes `npages` under a 256-page limit with a pool that holds them all,
+/// then reads every page back in `order` and checks it; returns the
+/// runtime's counters after the read-back.
+fn read_back_in_order(folio_swapin: bool, order: &[usize]) -> runtime::RuntimeStats {
+    let mut cfg = config(256);
+    cfg.charge_pool = false;
+    cfg.swap.max_pool_percent = 100;
+    cfg.swap.shrinker_enabled = false;
+    cfg.folio_swapin = folio_swapin;
+    let rt = Runtime::new(cfg).unwrap();
+    let npages = order.len();
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("resident under the limit", || {
+        rt.stats().resident_pages <= 256
+    });
+    let before = rt.stats();
+    let mut expect = vec![0u8; PAGE];
+    for &i in order {
+        fill(&mut expect, i, 1);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    let s = rt.stats();
+    assert_eq!(rt.swap_stats().pswpin, 0, "everything came from the pool");
+    runtime::RuntimeStats {
+        swapin_faults: s.swapin_faults - before.swapin_faults,
+        around_pages: s.around_pages - before.around_pages,
+        folio_swapins: s.folio_swapins - before.folio_swapins,
+        ..s
+    }
+}
+
+/// Folio swap-in: a stream reading its memory back takes one fault per
+/// folio, not per page; a random reader takes its one page per fault
+/// (seed 002's rule for pooled pages), and so does a stream with folio
+/// swap-in off.
+#[test]
+fn a_stream_swaps_in_whole_folios_and_random_faults_one_page() {
+    let npages = 4096;
+    let seq: Vec<usize> = (0..npages).collect();
+    let s = read_back_in_order(true, &seq);
+    let brought = s.swapin_faults + s.around_pages;
+    assert!(brought > 3000, "most pages were swapped in: {s:?}");
+    assert!(
+        s.swapin_faults * 8 < brought,
+        "a fault per folio, not per page: {s:?}"
+    );
+    assert!(s.folio_swapins > 0, "{s:?}");
+
+    let s = read_back_in_order(false, &seq);
+    assert_eq!(s.folio_swapins, 0, "{s:?}");
+    assert!(
+        s.swapin_faults > 3000 && s.around_pages == 0,
+        "off: a fault per page: {s:?}"
+    );
+
+    let mut random = seq.clone();
+    let mut rng = SmallRng::seed_from_u64(7);
+    for i in (1..random.len()).rev() {
+        random.swap(i, rng.gen_range(0..=i));
+    }
+    let s = read_back_in_order(true, &random);
+    assert!(s.swapin_faults > 2000, "{s:?}");
+    assert!(
+        s.folio_swapins * 4 < s.swapin_faults,
+        "random faults rarely land near a recent one: {s:?}"
+    );
+}
+
 /// Permissions of the mapping holding `addr`, from `/proc/self/maps`
 /// (`"rw-p"`, `"---p"`, …).
 fn perms_at(addr: usize) -> String {

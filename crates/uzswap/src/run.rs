@@ -52,6 +52,11 @@ pub struct RuntimeArgs {
     /// refault activation only).
     #[arg(long)]
     pub no_track_writes: bool,
+    /// Swap in one page per fault, even where faults stream (by default a
+    /// swap-in fault near a recent one brings the rest of its folio from
+    /// the pool, as the kernel's mTHP swap-in does).
+    #[arg(long)]
+    pub no_folio_swapin: bool,
     /// Count resident pages only against --limit, not the compressed pool
     /// (cgroup v1's memcg, which does not charge zswap); the pool is then
     /// bounded by --max-pool-percent of RAM or --pool-limit alone.
@@ -98,6 +103,7 @@ impl RuntimeArgs {
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
             track_writes: !self.no_track_writes,
+            folio_swapin: !self.no_folio_swapin,
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
             inject_failure: None,

@@ -252,6 +252,31 @@ impl Swap {
         neighbours: &[u64],
         around: &mut Vec<AroundPage>,
     ) -> Result<Source, ZswapError> {
+        self.swap_in_with(offset, page, neighbours, false, around)
+    }
+
+    /// [`Swap::swap_in_around`] for a fault that wants its whole folio
+    /// (mTHP swap-in's role): neighbours still in zswap, or zero-filled,
+    /// are loaded and handed over too. Neighbours on disk come only from
+    /// the swap cache, as readahead put them there.
+    pub fn swap_in_folio(
+        &self,
+        offset: u64,
+        page: &mut [u8],
+        neighbours: &[u64],
+        around: &mut Vec<AroundPage>,
+    ) -> Result<Source, ZswapError> {
+        self.swap_in_with(offset, page, neighbours, true, around)
+    }
+
+    fn swap_in_with(
+        &self,
+        offset: u64,
+        page: &mut [u8],
+        neighbours: &[u64],
+        pooled: bool,
+        around: &mut Vec<AroundPage>,
+    ) -> Result<Source, ZswapError> {
         if page.len() != PAGE_SIZE {
             return Err(ZswapError::BadFolio);
         }
@@ -260,7 +285,7 @@ impl Swap {
         let source = self.read_target(offset, page)?;
         self.release_slot(offset)?;
         drop(held);
-        self.hand_over_cached(offset, neighbours, around);
+        self.hand_over(offset, neighbours, pooled, around);
         self.trim_cache();
         Ok(source)
     }
@@ -342,8 +367,15 @@ impl Swap {
     }
 
     /// Fault-around: the caller's neighbours that sit in the swap cache go
-    /// to the caller.
-    fn hand_over_cached(&self, offset: u64, neighbours: &[u64], around: &mut Vec<AroundPage>) {
+    /// to the caller; with `pooled`, those in zswap or zero-filled too.
+    /// A neighbour whose slot is busy, or that cannot be read, stays.
+    fn hand_over(
+        &self,
+        offset: u64,
+        neighbours: &[u64],
+        pooled: bool,
+        around: &mut Vec<AroundPage>,
+    ) {
         for &n in neighbours
             .iter()
             .filter(|&&n| n != offset && (n as usize) < self.dev.nr_slots())
@@ -351,13 +383,40 @@ impl Swap {
             let Some(_held) = self.slot_lock(n).try_lock() else {
                 continue;
             };
-            let Some(p) = self.cache.lock().pages.remove(&n) else {
-                continue;
+            let cached = self.cache.lock().pages.remove(&n);
+            let from_cache = cached.is_some();
+            let data = match cached {
+                Some(p) => p.data,
+                None if !pooled => continue,
+                None => match self.load_pooled(n) {
+                    Some(data) => data,
+                    None => continue,
+                },
             };
-            if self.release_slot(n).is_ok() {
+            // The page is out of the store now: it goes to the caller even
+            // if the slot cannot be freed (a leaked slot, never a lost page).
+            let _ = self.release_slot(n);
+            if from_cache {
                 Counters::add(&self.counters.swap_ra_hit, 1);
-                around.push((n, p.data));
             }
+            around.push((n, data));
+        }
+    }
+
+    /// A neighbour's page from the zero map or zswap (the caller has its
+    /// slot lock); `None` if it is elsewhere or cannot be read (it stays).
+    fn load_pooled(&self, n: u64) -> Option<Box<[u8]>> {
+        if self.is_zero(n) {
+            Counters::add(&self.counters.swpin_zero, 1);
+            return Some(vec![0u8; PAGE_SIZE].into_boxed_slice());
+        }
+        if !self.zswap.present(n) {
+            return None;
+        }
+        let mut data = vec![0u8; PAGE_SIZE].into_boxed_slice();
+        match self.zswap.load(n, &mut data) {
+            Ok(true) => Some(data),
+            _ => None,
         }
     }
 

@@ -265,6 +265,59 @@ fn fault_around_hands_readahead_pages_to_the_caller() {
     assert_eq!(swap_in(&swap, 3), (text_page(3), Source::SwapCache));
 }
 
+#[test]
+fn folio_swap_in_hands_over_pooled_and_zero_neighbours_only() {
+    // Slots 0..4 on disk, 4..8 in zswap; slot 8 a zero page.
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
+    let zero = out(&swap, &[vec![0u8; PAGE_SIZE]]);
+    assert_eq!(zero, vec![8]);
+    let before = swap.stats();
+    let mut page = vec![0u8; PAGE_SIZE];
+    let mut around = Vec::new();
+    let src = swap
+        .swap_in_folio(5, &mut page, &[2, 4, 6, 7, 8], &mut around)
+        .unwrap();
+    assert_eq!((src, &page[..]), (Source::Zswap, &text_page(5)[..]));
+    let mut got: Vec<u64> = around.iter().map(|a| a.0).collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        vec![4, 6, 7, 8],
+        "the pooled and zero neighbours; 2 is on disk and not read ahead"
+    );
+    for (slot, data) in &around {
+        let want = if *slot == 8 {
+            vec![0u8; PAGE_SIZE]
+        } else {
+            text_page(*slot)
+        };
+        assert_eq!(&data[..], &want[..], "slot {slot}");
+    }
+    let s = swap.stats();
+    assert_eq!(
+        s.zswpin - before.zswpin,
+        4,
+        "the target and three neighbours"
+    );
+    assert_eq!(s.swpin_zero - before.swpin_zero, 1);
+    assert_eq!(s.pswpin, before.pswpin, "nothing read from disk");
+    assert_eq!(
+        swap.device().free_slots(),
+        4096 - 9 + 5,
+        "the target's and the handed-over slots are freed"
+    );
+    // The disk neighbour is still there for its own fault.
+    assert_eq!(swap_in(&swap, 2), (text_page(2), Source::Disk));
+
+    // The same fault without folio swap-in takes its page alone.
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
+    let mut around = Vec::new();
+    swap.swap_in_around(5, &mut page, &[4, 6, 7], &mut around)
+        .unwrap();
+    assert!(around.is_empty(), "seed 002: no pooled neighbours");
+    assert_eq!(swap.stats().zswpin, 1);
+}
+
 fn faulty_swap(c: Config) -> (Arc<Swap>, FaultPlan) {
     let plan = FaultPlan::default();
     let io = FaultyIo::new(

@@ -48,7 +48,9 @@ pub struct Lzo1x {
 }
 
 impl Codec for Lzo1x {
-    type Ctx = Box<[u16]>;
+    /// The match finder's hash table (sized by type: its index never
+    /// needs a bounds check).
+    type Ctx = Box<[u16; 1 << HASH_BITS]>;
 
     fn algorithm(&self) -> Algorithm {
         if self.rle {
@@ -59,7 +61,7 @@ impl Codec for Lzo1x {
     }
 
     fn new_ctx(&self) -> Self::Ctx {
-        vec![0u16; 1 << HASH_BITS].into_boxed_slice()
+        Box::new([0u16; 1 << HASH_BITS])
     }
 
     fn compress(
@@ -234,7 +236,7 @@ fn common_prefix(src: &[u8], a: usize, b: usize) -> usize {
 
 fn encode(
     enc: &mut Encoder<'_>,
-    table: &mut [u16],
+    table: &mut [u16; 1 << HASH_BITS],
     src: &[u8],
     rle: bool,
 ) -> Result<(), CompressError> {

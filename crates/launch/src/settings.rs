@@ -23,7 +23,7 @@ pub mod env {
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
-    /// A swap-in fault near a recent one brings its whole folio (1) or
+    /// A swap-in fault that streams brings its whole folio (1) or
     /// only its page (0).
     pub const FOLIO_SWAPIN: &str = "UZSWAP_FOLIO_SWAPIN";
     /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
@@ -150,7 +150,8 @@ pub struct Settings {
     pub swapfile_bytes: usize,
     /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
     pub track_writes: bool,
-    /// A swap-in fault near a recent one brings the rest of its folio
+    /// A swap-in fault that streams (right next to a recent one's pages)
+    /// brings the rest of its folio
     /// from the pool (mTHP swap-in's role).
     pub folio_swapin: bool,
     /// The limit applies to all processes mapping this file together

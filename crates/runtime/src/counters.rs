@@ -32,8 +32,9 @@ common::counters! {
     swapin_faults: u64,
     /// Pages mapped by fault-around, without a fault of their own.
     around_pages: u64,
-    /// Swap-in faults near a recent one, which brought the rest of their
-    /// folio from the pool too (folio swap-in, `swapin.rs`).
+    /// Swap-in faults that streamed (next to a recent one's pages), which
+    /// brought the rest of their folio from the pool too (folio swap-in,
+    /// `swapin.rs`).
     folio_swapins: u64,
     /// Pages evicted to the swap store.
     evicted_pages: u64,

@@ -34,7 +34,8 @@ pub struct RuntimeConfig {
     /// Longest run of neighbouring pages evicted as one folio (and mapped
     /// by one first-touch fault).
     pub evict_folio_pages: usize,
-    /// Folio swap-in: a swap-in fault near a recent one brings the rest of
+    /// Folio swap-in: a swap-in fault that streams (next to a recent one's
+    /// pages) brings the rest of
     /// its folio from the pool in the same fault (`swapin.rs`).
     pub folio_swapin: bool,
     /// Track writes to resident pages (write-protect + `PAGEMAP_SCAN`) so

@@ -53,7 +53,7 @@ pub struct RuntimeArgs {
     #[arg(long)]
     pub no_track_writes: bool,
     /// Swap in one page per fault, even where faults stream (by default a
-    /// swap-in fault near a recent one brings the rest of its folio from
+    /// swap-in fault right next to a recent one's pages brings the rest of its folio from
     /// the pool, as the kernel's mTHP swap-in does).
     #[arg(long)]
     pub no_folio_swapin: bool,

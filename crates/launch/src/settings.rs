@@ -26,6 +26,9 @@ pub mod env {
     /// A swap-in fault that streams brings its whole folio (1) or
     /// only its page (0).
     pub const FOLIO_SWAPIN: &str = "UZSWAP_FOLIO_SWAPIN";
+    /// Eviction unmaps stored runs in groups of this many pages (one TLB
+    /// flush per group).
+    pub const UNMAP_GROUP: &str = "UZSWAP_UNMAP_GROUP";
     /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
     /// cgroup v1).
     pub const CHARGE_POOL: &str = "UZSWAP_CHARGE_POOL";
@@ -76,7 +79,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 20] = [
+    pub const VARS: [Var; 21] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -89,6 +92,7 @@ pub mod env {
         flag(SWAPFILE_SIZE, "--swapfile-size"),
         flag(TRACK_WRITES, "--no-track-writes"),
         flag(FOLIO_SWAPIN, "--no-folio-swapin"),
+        flag(UNMAP_GROUP, "--unmap-group"),
         flag(CHARGE_POOL, "--uncharged-pool"),
         flag(RESERVATIONS, "--no-reservations"),
         flag(SMALL_OBJECTS, "--small-objects"),
@@ -154,6 +158,9 @@ pub struct Settings {
     /// brings the rest of its folio
     /// from the pool (mTHP swap-in's role).
     pub folio_swapin: bool,
+    /// Eviction unmaps stored runs in groups of at least this many pages,
+    /// one `process_madvise` each.
+    pub unmap_group_pages: usize,
     /// The limit applies to all processes mapping this file together
     /// (see the runtime's `shared.rs`); `None`: to this process alone.
     pub shared_limit_file: Option<PathBuf>,
@@ -182,6 +189,7 @@ impl Default for Settings {
             swapfile_bytes: 4 << 30,
             track_writes: true,
             folio_swapin: true,
+            unmap_group_pages: 2,
             shared_limit_file: None,
             user_mode_only: false,
             inject_failure: None,
@@ -287,6 +295,13 @@ impl Settings {
         if let Some(v) = get(env::FOLIO_SWAPIN) {
             s.folio_swapin = parse_bool(&v).ok_or_else(|| bad(env::FOLIO_SWAPIN, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::UNMAP_GROUP) {
+            s.unmap_group_pages = v
+                .parse()
+                .ok()
+                .filter(|&n| (1..=4096).contains(&n))
+                .ok_or_else(|| bad(env::UNMAP_GROUP, &v, "pages, 1 to 4096"))?;
+        }
         if let Some(v) = get(env::CHARGE_POOL) {
             s.charge_pool = parse_bool(&v).ok_or_else(|| bad(env::CHARGE_POOL, &v, "1 or 0"))?;
         }
@@ -389,6 +404,7 @@ impl Settings {
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
             (env::FOLIO_SWAPIN, u8::from(self.folio_swapin).to_string()),
+            (env::UNMAP_GROUP, self.unmap_group_pages.to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
             (env::RESERVATIONS, u8::from(self.reservations).to_string()),
             (env::SMALL_OBJECTS, u8::from(self.small_objects).to_string()),
@@ -461,6 +477,7 @@ impl Settings {
             evict_folio_pages: folio_pages,
             track_writes: self.track_writes,
             folio_swapin: self.folio_swapin,
+            unmap_group_pages: self.unmap_group_pages,
             shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
             inject_failure: self.inject_failure,
@@ -584,6 +601,7 @@ mod tests {
             swapfile_bytes: 1 << 30,
             track_writes: false,
             folio_swapin: false,
+            unmap_group_pages: 7,
             reservations: false,
             small_objects: true,
             shared_limit_file: Some("/dev/shm/x".into()),
@@ -613,6 +631,8 @@ mod tests {
             (env::WRITEBACK, "maybe"),
             (env::TRACK_WRITES, "sometimes"),
             (env::FOLIO_SWAPIN, "maybe"),
+            (env::UNMAP_GROUP, "0"),
+            (env::UNMAP_GROUP, "many"),
             (env::RESERVATIONS, "often"),
             (env::SWAPFILE_SIZE, "1K"),
             (env::USER_MODE_ONLY, "perhaps"),

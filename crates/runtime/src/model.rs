@@ -313,10 +313,22 @@ struct World {
 /// What the checker found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Violation {
-    LostWrite { page: usize, has: u8, wrote: u8 },
-    BadRead { page: usize, read: u8 },
-    Efault { page: usize },
+    LostWrite {
+        page: usize,
+        has: u8,
+        wrote: u8,
+    },
+    BadRead {
+        page: usize,
+        read: u8,
+    },
+    Efault {
+        page: usize,
+    },
     EvictedUnmapped(usize),
+    /// A page published `Swapped` is still mapped: the program's later
+    /// writes there never reach the store, and the page is charged twice.
+    SwappedMapped(usize),
     Stuck(String),
     LeftInFlight,
     Fatal(String),
@@ -334,6 +346,7 @@ impl std::fmt::Display for Violation {
             Self::BadRead { page, read } => write!(f, "a read of {page:#x} saw {read}"),
             Self::Efault { page } => write!(f, "a pinned system call got EFAULT on {page:#x}"),
             Self::EvictedUnmapped(p) => write!(f, "an evicted page {p:#x} was not mapped"),
+            Self::SwappedMapped(p) => write!(f, "page {p:#x} is swapped out yet still mapped"),
             Self::Stuck(who) => write!(f, "stuck: {who}"),
             Self::LeftInFlight => write!(f, "an operation was left in flight"),
             Self::Fatal(e) => write!(f, "fatal error: {e}"),
@@ -805,6 +818,10 @@ impl World {
                 continue;
             };
             let kp = self.k.pages.get(&addr).copied().unwrap_or_default();
+            let state = self.st.regions.get(&BASE).map(|r| r.pages[i].state);
+            if kp.value.is_some() && matches!(state, Some(PageState::Swapped { .. })) {
+                return Err(Violation::SwappedMapped(addr));
+            }
             let has = match kp.value {
                 Some(v) => v,
                 None => match self.st.regions.get(&BASE).map(|r| r.pages[i].state) {
@@ -936,6 +953,7 @@ mod tests {
             folio_pages: folio,
             page_cluster: cluster,
             workingset_pages: 1,
+            unmap_group_pages: 2,
             flaw,
         }
     }
@@ -989,6 +1007,26 @@ mod tests {
             evict_cycles: 2,
             evict_want: 1,
             aging_passes: 2,
+            store_refusals: 1,
+            release: false,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
+    /// Two one-page runs in one reclaim batch: stored one by one, unmapped
+    /// together, then published one by one; the store may refuse one, and
+    /// both are written by two threads while the ager protects.
+    fn batch(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![Some((5, false)), Some((6, true))],
+            programs: vec![vec![Write(0, 1), Read(0)], vec![Read(1), Write(1, 2)]],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 2,
+            aging_passes: 1,
             store_refusals: 1,
             release: false,
             throttle: false,
@@ -1088,6 +1126,11 @@ mod tests {
     }
 
     #[test]
+    fn batched_eviction_is_safe_in_every_interleaving() {
+        passes("batched eviction", batch(None));
+    }
+
+    #[test]
     fn pinned_system_calls_never_fault_in_the_kernel() {
         for init in [None, Some((5, false)), Some((5, true))] {
             passes(&format!("syscall on {init:?}"), syscall(init, None));
@@ -1127,6 +1170,24 @@ mod tests {
             matches!(
                 v,
                 Violation::LostWrite { .. } | Violation::BadRead { .. } | Violation::Fatal(_)
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_batch_that_leaves_a_run_mapped_is_caught() {
+        let v = fails(
+            "batch unmaps its last run only",
+            batch(Some(Flaw::BatchUnmapsLastRunOnly)),
+        );
+        assert!(
+            matches!(
+                v,
+                Violation::SwappedMapped(_)
+                    | Violation::LostWrite { .. }
+                    | Violation::BadRead { .. }
+                    | Violation::Fatal(_)
             ),
             "{v:?}"
         );

@@ -31,6 +31,10 @@
 //!   (`shared`: not charged, not on the LRU, write-protected until written).
 //! * `Evicting`: write-protected, being copied into the store, then
 //!   unmapped. Writers wait in a write-protect fault; readers proceed.
+//!   A reclaim batch stores its runs one by one and unmaps them in groups
+//!   of at least `unmap_group_pages` pages, one `process_madvise` (one TLB
+//!   flush) per group; a group's pages stay `Evicting` until the whole
+//!   group is unmapped.
 //! * `Loading`: its stored copy is being mapped back.
 //! * `Swapped`: unmapped; its bytes are in store `store` at `slot`.
 //!
@@ -39,7 +43,7 @@
 //! state's `in_flight`. Nothing else changes an in-flight page's state or
 //! mapping.
 //!
-//! ## Invariants (the model checker checks 1–4 in every interleaving)
+//! ## Invariants (the model checker checks 1–5 in every interleaving)
 //!
 //! 1. **No lost write.** The bytes a program wrote are the bytes it reads
 //!    back: a page is unmapped only after its copy is stored, and no write
@@ -47,8 +51,9 @@
 //!    from before the copy until after the unmap).
 //! 2. **No wrong read.** A read sees zeros only for a page never written;
 //!    otherwise the last value written.
-//! 3. **Resident means mapped.** A `Resident` or `Evicting` page is mapped
-//!    (or was discarded behind the runtime's back, and reads as zeros).
+//! 3. **Resident means mapped, swapped means unmapped.** A `Resident` or
+//!    `Evicting` page is mapped (or was discarded behind the runtime's
+//!    back, and reads as zeros); a `Swapped` page is not mapped.
 //! 4. **Nobody waits forever.** A thread blocked in a fault is woken by
 //!    the operation in flight on its page, or its fault is served.
 //! 5. **Pinned pages stay usable by the kernel.** A page pinned by a
@@ -414,6 +419,15 @@ pub trait Env {
     fn unprotect(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError>;
     /// Unmaps (`MADV_DONTNEED`): the next access faults.
     fn discard(&self, addr: usize, len: usize) -> Result<(), KernelError>;
+    /// Unmaps several ranges, as [`Env::discard`] each; one result per
+    /// range. The real environment makes it one `process_madvise` (one TLB
+    /// flush for all of them) where the kernel allows.
+    fn discard_ranges(&self, ranges: &[(usize, usize)]) -> Vec<Result<(), KernelError>> {
+        ranges
+            .iter()
+            .map(|&(addr, len)| self.discard(addr, len))
+            .collect()
+    }
     /// Appends the sub-ranges of `[addr, addr + len)` that are mapped and
     /// not write-protected (written since protected).
     fn written(
@@ -457,6 +471,11 @@ pub struct Tunables {
     pub page_cluster: u32,
     /// A page refaulting within this many evictions is active.
     pub workingset_pages: u64,
+    /// Eviction unmaps its stored runs together once they hold this many
+    /// pages (and at the end of the batch): one TLB flush for all of them.
+    /// The writers of those pages wait until the group is unmapped, so a
+    /// group is kept short.
+    pub unmap_group_pages: usize,
     /// A deliberately broken variant, to show the model checker catching it.
     #[cfg(test)]
     pub flaw: Option<Flaw>,
@@ -480,6 +499,9 @@ pub enum Flaw {
     PinWithoutSettle,
     /// Aging write-protects pinned pages too.
     AgingIgnoresPins,
+    /// A batch's unmap leaves out all but its last stored run, yet reports
+    /// every run unmapped.
+    BatchUnmapsLastRunOnly,
 }
 
 impl Tunables {
@@ -1037,7 +1059,14 @@ impl Run {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Evict {
     want: usize,
+    /// Runs still to go; the current one is the last.
     runs: Vec<Run>,
+    /// Runs stored, still mapped and write-protected, waiting for the
+    /// batch's one unmap.
+    stored: Vec<(Run, Vec<Slot>)>,
+    /// After the unmap (`runs` holds the stored runs again): per run, its
+    /// slots and whether it was unmapped; the current run's is the last.
+    unmapped: Vec<(Vec<Slot>, bool)>,
     done: usize,
     pc: EvictPc,
 }
@@ -1049,7 +1078,9 @@ enum EvictPc {
     Protect,
     /// Copy the run out into the store (its bytes are stable).
     Store,
-    /// Unmap it.
+    /// Unmap every stored run of the batch at once (one TLB flush).
+    DiscardStored,
+    /// Unmap the current run alone (only the flawed variant does).
     Discard(Vec<Slot>),
     /// Remove the protection and wake the writers: they fault again, find
     /// the page in flight, and are woken once it is published.
@@ -1068,6 +1099,8 @@ impl Evict {
         Self {
             want,
             runs: Vec::new(),
+            stored: Vec::new(),
+            unmapped: Vec::new(),
             done: 0,
             pc: EvictPc::Pick,
         }
@@ -1077,14 +1110,36 @@ impl Evict {
         self.runs[self.runs.len() - 1]
     }
 
-    /// The current run is finished: on to the next, or done.
-    fn next_run(&mut self) -> Step<usize> {
+    /// The current run is finished (stored, or put back): on to the next.
+    /// Runs are protected and stored one by one; once all are, the stored
+    /// ones are unmapped together, then un-protected and published one by
+    /// one.
+    fn next_run(&mut self, group_pages: usize) -> Step<usize> {
         self.runs.pop();
-        if self.runs.is_empty() {
-            Step::Done(self.done)
-        } else {
+        self.advance(group_pages)
+    }
+
+    /// Sets the step for the current run, or for the batch's unmap once
+    /// every run is stored; or ends.
+    fn advance(&mut self, group_pages: usize) -> Step<usize> {
+        if let Some((slots, unmapped)) = self.unmapped.pop() {
+            // Finishing an unmapped group: its runs are on top of `runs`.
+            self.pc = if unmapped {
+                EvictPc::Unprotect(slots)
+            } else {
+                EvictPc::UndoUnprotect(slots)
+            };
+            return Step::Next;
+        }
+        let stored_pages: usize = self.stored.iter().map(|(r, _)| r.n).sum();
+        if stored_pages > 0 && (stored_pages >= group_pages || self.runs.is_empty()) {
+            self.pc = EvictPc::DiscardStored;
+            Step::Next
+        } else if !self.runs.is_empty() {
             self.pc = EvictPc::Protect;
             Step::Next
+        } else {
+            Step::Done(self.done)
         }
     }
 
@@ -1123,7 +1178,10 @@ impl Evict {
                     Ok(slots) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
                         EvictPc::Unprotect(slots)
                     }
-                    Ok(slots) => EvictPc::Discard(slots),
+                    Ok(slots) => {
+                        self.stored.push((run, slots));
+                        return Ok(self.next_run(cx.tun.unmap_group_pages));
+                    }
                     Err(_) => {
                         cx.env.count(Event::EvictFailures, run.n);
                         EvictPc::UndoUnprotect(Vec::new())
@@ -1131,11 +1189,37 @@ impl Evict {
                 };
                 Ok(Step::Next)
             }
+            EvictPc::DiscardStored => {
+                let stored = std::mem::take(&mut self.stored);
+                let ranges: Vec<(usize, usize)> =
+                    stored.iter().map(|(r, _)| (r.addr(), r.len())).collect();
+                let results = if cx.tun.flawed(Flaw::BatchUnmapsLastRunOnly) {
+                    let last = ranges.len() - 1;
+                    let mut r = cx.env.discard_ranges(&ranges[last..]);
+                    r.splice(0..0, (0..last).map(|_| Ok(())));
+                    r
+                } else {
+                    cx.env.discard_ranges(&ranges)
+                };
+                debug_assert!(self.unmapped.is_empty());
+                for ((run, slots), result) in stored.into_iter().zip(results) {
+                    // A run not unmapped is still mapped and protected:
+                    // it stays resident.
+                    if result.is_err() {
+                        cx.env.count(Event::EvictFailures, run.n);
+                    }
+                    self.runs.push(run);
+                    self.unmapped.push((slots, result.is_ok()));
+                }
+                // The last run is the current one; its entry is popped as
+                // its step is set.
+                Ok(self.advance(cx.tun.unmap_group_pages))
+            }
             EvictPc::Discard(slots) => {
                 let run = self.run();
                 self.pc = match cx.env.discard(run.addr(), run.len()) {
                     Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
-                        return Ok(self.next_run());
+                        return Ok(self.next_run(cx.tun.unmap_group_pages));
                     }
                     Ok(()) => EvictPc::Unprotect(slots),
                     Err(_) => {
@@ -1185,7 +1269,7 @@ impl Evict {
                     self.pc = EvictPc::Wake;
                     return Ok(Step::Next);
                 }
-                Ok(self.next_run())
+                Ok(self.next_run(cx.tun.unmap_group_pages))
             }
             EvictPc::UndoUnprotect(slots) => {
                 let run = self.run();
@@ -1219,12 +1303,12 @@ impl Evict {
                     self.pc = EvictPc::Wake;
                     return Ok(Step::Next);
                 }
-                Ok(self.next_run())
+                Ok(self.next_run(cx.tun.unmap_group_pages))
             }
             EvictPc::Wake => {
                 let run = self.run();
                 cx.env.wake(run.addr(), run.len())?;
-                Ok(self.next_run())
+                Ok(self.next_run(cx.tun.unmap_group_pages))
             }
         }
     }

@@ -38,6 +38,11 @@ pub struct RuntimeConfig {
     /// pages) brings the rest of
     /// its folio from the pool in the same fault (`swapin.rs`).
     pub folio_swapin: bool,
+    /// Eviction unmaps its stored runs in groups of at least this many
+    /// pages with one `process_madvise` (one TLB flush per group); the
+    /// writers of a group's pages wait for the whole group. 1: each run
+    /// alone.
+    pub unmap_group_pages: usize,
     /// Track writes to resident pages (write-protect + `PAGEMAP_SCAN`) so
     /// that reclaim spares recently written pages, where the kernel has
     /// `PAGEMAP_SCAN` (6.7+).
@@ -77,6 +82,7 @@ impl Default for RuntimeConfig {
             reclaim_batch: 64,
             evict_folio_pages: 16,
             folio_swapin: true,
+            unmap_group_pages: 2,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,
@@ -336,9 +342,14 @@ impl Runtime {
     /// Its shrinker runs on the runtime's reclaimer if the store has no
     /// thread of its own for it.
     pub fn with_store(cfg: RuntimeConfig, swap: Arc<Swap>) -> Result<Self, RuntimeError> {
-        if cfg.reclaim_batch == 0 || cfg.evict_folio_pages == 0 || cfg.limit_bytes < PAGE {
+        if cfg.reclaim_batch == 0
+            || cfg.evict_folio_pages == 0
+            || cfg.unmap_group_pages == 0
+            || cfg.limit_bytes < PAGE
+        {
             return Err(RuntimeError::Config(
-                "limit_bytes >= 4096, reclaim_batch and evict_folio_pages >= 1".into(),
+                "limit_bytes >= 4096, reclaim_batch, evict_folio_pages and unmap_group_pages >= 1"
+                    .into(),
             ));
         }
         crate::fatal::install_panic_hook();
@@ -355,6 +366,7 @@ impl Runtime {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
                 workingset_pages: limit_pages as u64,
+                unmap_group_pages: cfg.unmap_group_pages,
                 #[cfg(test)]
                 flaw: None,
             },

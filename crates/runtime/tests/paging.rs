@@ -56,7 +56,17 @@ fn eight_times_the_limit_reads_back_byte_for_byte() {
 
 #[test]
 fn threads_write_while_the_reclaimer_evicts() {
-    let rt = Arc::new(Runtime::new(config(256)).unwrap());
+    // Random writes make one-page runs: unmapped one by one, in pairs (the
+    // default) and in groups of 16 (writers wait for the whole group).
+    for group in [1, 2, 16] {
+        threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group);
+    }
+}
+
+fn threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group: usize) {
+    let mut cfg = config(256);
+    cfg.unmap_group_pages = group;
+    let rt = Arc::new(Runtime::new(cfg).unwrap());
     let per_thread = 768;
     let threads = 4;
     let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());

@@ -57,6 +57,13 @@ pub struct RuntimeArgs {
     /// the pool, as the kernel's mTHP swap-in does).
     #[arg(long)]
     pub no_folio_swapin: bool,
+    /// Eviction unmaps the runs it has stored in groups of at least this
+    /// many pages, with one process_madvise (one TLB flush, where each
+    /// madvise flushes the TLB of every CPU the program runs on); a
+    /// group's writers wait for the whole group. 1: one run at a time.
+    #[arg(long, default_value_t = 2, value_name = "PAGES",
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub unmap_group: u64,
     /// Count resident pages only against --limit, not the compressed pool
     /// (cgroup v1's memcg, which does not charge zswap); the pool is then
     /// bounded by --max-pool-percent of RAM or --pool-limit alone.
@@ -104,6 +111,7 @@ impl RuntimeArgs {
             swapfile_bytes: self.swapfile_size,
             track_writes: !self.no_track_writes,
             folio_swapin: !self.no_folio_swapin,
+            unmap_group_pages: self.unmap_group as usize,
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
             inject_failure: None,

@@ -311,9 +311,13 @@ pub fn load_settings() {
             }
             let s = SETTINGS.get().expect("set just above");
             decide_guard(s);
-            // Not under the syscall guard yet: a redis-server with its
-            // small objects paged hung there (issue 13), so the heap needs
-            // kernel faults handled for now.
+            // Not under the syscall guard yet. Its hang at start is fixed
+            // (`runtime::uffd::open`), but dash's `vfork` child then
+            // `execve`s with argv strings in paged heap pages: the kernel
+            // reads them, the guard cannot pin them for a vfork child, and
+            // the exec fails with EFAULT if they were evicted (redis-heap
+            // as nobody). Until the guard copies those strings out, the
+            // heap needs kernel faults handled.
             crate::small_heap::configure(s.small_objects && !user_mode_only());
         }
         Err(e) => die(&format!("bad setting: {e}")),

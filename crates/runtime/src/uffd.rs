@@ -53,34 +53,64 @@ struct UffdioApi {
 /// A non-blocking, close-on-exec userfaultfd: with kernel faults where
 /// allowed (unless `user_mode_only` forces the other mode), else user-mode
 /// only.
+///
+/// The reasons of the ways that failed are formatted only if all fail:
+/// formatting an OS error calls `strerror`, which takes the C library's
+/// locale locks for reading, and this runs inside the program's first
+/// `malloc`, perhaps from `setlocale` holding one of them for writing. The
+/// read lock then fails (`EDEADLK`), its unlock does not, and the lock's
+/// reader count stays at -1: the next `setlocale` or `textdomain` waits
+/// forever (issue 13's hang of the small-object heap as nobody).
 pub fn open(user_mode_only: bool) -> Result<(Uffd, FaultMode), RuntimeError> {
-    let mut errors = Vec::new();
+    let mut failed: Vec<(&str, OpenError)> = Vec::new();
     if !user_mode_only {
         match open_dev(false) {
             Ok(u) => return Ok((u, FaultMode::KernelFaults)),
-            Err(e) => errors.push(format!("/dev/userfaultfd: {e}")),
+            Err(e) => failed.push(("/dev/userfaultfd", e)),
         }
         match open_by_syscall(0) {
             Ok(u) => return Ok((u, FaultMode::KernelFaults)),
-            Err(e) => errors.push(format!("userfaultfd(2): {e}")),
+            Err(e) => failed.push(("userfaultfd(2)", OpenError::Os(e))),
         }
     }
     match open_dev(true) {
         Ok(u) => return Ok((u, FaultMode::UserModeOnly)),
-        Err(e) => errors.push(format!("/dev/userfaultfd (user mode only): {e}")),
+        Err(e) => failed.push(("/dev/userfaultfd (user mode only)", e)),
     }
     match open_by_syscall(UFFD_USER_MODE_ONLY) {
         Ok(u) => Ok((u, FaultMode::UserModeOnly)),
         Err(e) => {
-            errors.push(format!("userfaultfd(UFFD_USER_MODE_ONLY): {e}"));
-            Err(RuntimeError::Uffd(errors.join("; ")))
+            failed.push(("userfaultfd(UFFD_USER_MODE_ONLY)", OpenError::Os(e)));
+            let reasons: Vec<String> = failed
+                .iter()
+                .map(|(way, e)| format!("{way}: {e}"))
+                .collect();
+            Err(RuntimeError::Uffd(reasons.join("; ")))
         }
     }
 }
 
-fn open_dev(user_mode_only: bool) -> Result<Uffd, String> {
+/// Why one way of opening failed, kept unformatted (see [`open`]).
+enum OpenError {
+    Absent,
+    Os(std::io::Error),
+    Crate(userfaultfd::Error),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Absent => f.write_str("absent"),
+            Self::Os(e) => write!(f, "{e}"),
+            Self::Crate(userfaultfd::Error::OpenDevUserfaultfd(e)) => write!(f, "{e}"),
+            Self::Crate(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn open_dev(user_mode_only: bool) -> Result<Uffd, OpenError> {
     if !std::path::Path::new("/dev/userfaultfd").exists() {
-        return Err("absent".into());
+        return Err(OpenError::Absent);
     }
     UffdBuilder::new()
         .close_on_exec(true)
@@ -88,10 +118,7 @@ fn open_dev(user_mode_only: bool) -> Result<Uffd, String> {
         .user_mode_only(user_mode_only)
         .require_features(FeatureFlags::THREAD_ID)
         .create()
-        .map_err(|e| match e {
-            userfaultfd::Error::OpenDevUserfaultfd(io) => io.to_string(),
-            other => other.to_string(),
-        })
+        .map_err(OpenError::Crate)
 }
 
 fn open_by_syscall(mode_flags: libc::c_int) -> std::io::Result<Uffd> {

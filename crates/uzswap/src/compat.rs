@@ -46,7 +46,7 @@ pub struct Expectation {
 }
 
 const SMALL_ROOT: &str =
-    "--small-objects is off under the syscall guard (no root): redis-server hung there (issue 13)";
+    "--small-objects is off under the syscall guard (no root): a vfork child's execve of argv strings in evicted heap pages fails with EFAULT (issue 13)";
 const SMALL_OBJECTS: &str =
     "runs and BGSAVE's fork works, but without --small-objects nothing is paged: the dataset is small objects (redis-heap pages it)";
 

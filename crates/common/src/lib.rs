@@ -15,11 +15,15 @@
 //!   reclaimer, zswap's shrinker) without losing a kick.
 //! * [`rate_limit::RateLimit`]: at most once every interval (the runtime's
 //!   aging passes and shared-limit sweeps).
+//! * [`discard`]: `MADV_DONTNEED` of many ranges with one
+//!   `process_madvise` (one TLB flush): the runtime's eviction and
+//!   zsmalloc's arena both give memory back this way.
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
 
 pub mod counters;
+pub mod discard;
 pub mod name_value;
 pub mod rate_limit;
 pub mod rusage;

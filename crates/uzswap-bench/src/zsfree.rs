@@ -84,11 +84,14 @@ pub fn run(params: &ZsFreeParams, progress: &Progress) -> Result<ZsFreeReport, B
                 [true, false]
             };
             for is_patched in order {
-                let cfg = if is_patched {
+                let mut cfg = if is_patched {
                     Config::seed001()
                 } else {
                     Config::baseline()
                 };
+                if params.keep_resident {
+                    cfg.free_page_cache = None;
+                }
                 let (t, n) = one_run(cfg, threads, params.bytes_per_thread, &mix, rep as u64)?;
                 objects = n;
                 if is_patched {

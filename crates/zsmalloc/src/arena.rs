@@ -95,6 +95,11 @@ pub(crate) struct Arena {
     /// Most free pages kept resident; `usize::MAX` keeps all of them.
     hot_limit: usize,
     pages_discarded: AtomicUsize,
+    /// `process_madvise` refused `MADV_DONTNEED` once: discard run by run.
+    /// (A plain std atomic: a hint about the kernel, not part of the
+    /// protocol the loom models check.)
+    #[cfg_attr(loom, allow(dead_code))]
+    no_process_madvise: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `base` points to memory owned by the arena for its whole life. The
@@ -125,6 +130,7 @@ impl Arena {
             pages_in_use: AtomicUsize::new(0),
             hot_limit: hot_limit.unwrap_or(usize::MAX),
             pages_discarded: AtomicUsize::new(0),
+            no_process_madvise: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -185,32 +191,47 @@ impl Arena {
         self.pages_discarded.load(Ordering::Relaxed)
     }
 
+    /// Returns the memory of `pfns` to the OS: one `process_madvise` for
+    /// up to 64 runs of consecutive pages (one TLB flush, where one
+    /// `madvise` per run flushes per run: an IPI to each CPU where another
+    /// thread of the process runs, a cost that grows with the threads that
+    /// free at once), else one `madvise` per run.
     #[cfg(not(loom))]
     fn discard(&self, pfns: &[u32]) {
         let mut sorted = pfns.to_vec();
         sorted.sort_unstable();
-        let mut run_start = 0;
-        for i in 1..=sorted.len() {
-            if i == sorted.len() || sorted[i] != sorted[i - 1] + 1 {
-                let first = sorted[run_start] as usize;
-                let len = (i - run_start) * PAGE_SIZE;
-                // SAFETY: pfns come from this arena, so the range lies inside
-                // the mapping; nobody holds references into released pages.
-                // MADV_DONTNEED on private anonymous memory only drops the
-                // contents (they read back as zero), which is all we want.
-                // (A raw system call: in a program under the LD_PRELOAD
-                // library, `madvise` is the library's hook.)
-                let rc = unsafe {
-                    libc::syscall(
-                        libc::SYS_madvise,
-                        self.base.add(first * PAGE_SIZE),
-                        len,
-                        libc::MADV_DONTNEED,
-                    )
-                };
-                debug_assert_eq!(rc, 0, "madvise(MADV_DONTNEED) on our own mapping");
-                run_start = i;
+        let ranges: Vec<(usize, usize)> = common::discard::page_runs(&sorted)
+            .into_iter()
+            .map(|(first, n)| {
+                (
+                    self.base as usize + first as usize * PAGE_SIZE,
+                    n * PAGE_SIZE,
+                )
+            })
+            .collect();
+        let mut done = 0;
+        if ranges.len() > 1
+            && !self
+                .no_process_madvise
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // SAFETY: the ranges are runs of this arena's free pages, inside
+            // its mapping; nobody holds references into released pages, and
+            // MADV_DONTNEED on private anonymous memory only drops contents.
+            match unsafe { common::discard::discard_ranges(&ranges) } {
+                Ok(n) => done = n,
+                // Not on this kernel: one madvise per run from now on.
+                Err(_) => self
+                    .no_process_madvise
+                    .store(true, std::sync::atomic::Ordering::Relaxed),
             }
+        }
+        for &(addr, len) in &ranges[done..] {
+            // SAFETY: as above, for one run. (A raw system call: in a
+            // program under the LD_PRELOAD library, `madvise` is the
+            // library's hook.)
+            let rc = unsafe { common::discard::discard_one(addr, len) };
+            debug_assert!(rc.is_ok(), "madvise(MADV_DONTNEED) on our own mapping");
         }
     }
 
@@ -376,6 +397,33 @@ mod tests {
         // Resident pages are reused first.
         let again = arena.alloc_pages(2).unwrap();
         assert!(again.iter().all(|&p| first_byte(&arena, p) == 0xaa));
+    }
+
+    #[test]
+    fn scattered_pages_are_discarded_in_one_batch_and_the_rest_keep_their_bytes() {
+        let arena = Arena::new(400, Some(2)).unwrap();
+        let pages = arena.alloc_pages(400).unwrap();
+        for &p in &pages {
+            fill(&arena, p, 0xbb);
+        }
+        // Every other page: 200 runs of one page, more than one
+        // process_madvise call's 64 ranges.
+        let freed: Vec<u32> = pages.iter().copied().filter(|p| p % 2 == 0).collect();
+        arena.release_pages(&freed);
+        assert_eq!(arena.pages_discarded(), 199);
+        let hot = arena.hot_pages();
+        assert_eq!(hot, 1);
+        for &p in &pages {
+            let byte = first_byte(&arena, p);
+            if p % 2 == 1 {
+                assert_eq!(byte, 0xbb, "page {p} is still in use");
+            }
+        }
+        let zeroed = freed
+            .iter()
+            .filter(|&&p| first_byte(&arena, p) == 0)
+            .count();
+        assert_eq!(zeroed, 199, "every discarded page reads back as zeros");
     }
 
     #[test]

@@ -5,9 +5,14 @@
 //! mutex (the analog of `zone->lock`). A released page goes on the *hot*
 //! list: its memory stays resident and it is reused first. Once more than
 //! `hot_limit` (the pool's `Config::free_page_cache`) pages are hot, the
-//! oldest, down to half the limit, go back to the OS with one
-//! `MADV_DONTNEED` per contiguous run, made after the free-list lock is
-//! dropped, and move to the *cold* list. So the process's RSS follows the
+//! oldest, down to half the limit, go back to the OS, after the free-list
+//! lock is dropped, and move to the *cold* list: their contiguous runs go
+//! 64 at a time into one `process_madvise(MADV_DONTNEED)` (one TLB flush
+//! for all of them; `madvise` per run where the kernel refuses it). One
+//! `madvise` per run was a shootdown IPI per run to every CPU running
+//! another thread of the process: 90% of seed 001's free phase, and the
+//! reason the seed's design, whose freeing threads never wait on each
+//! other, measured slower than mainline's (BENCHMARKS.md). So the process's RSS follows the
 //! pool's size to within `free_page_cache` pages (`None`: never given back).
 //!
 //! Each pfn has a [`PageDesc`] (the `zpdesc`): which zspage it belongs to, its

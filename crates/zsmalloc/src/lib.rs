@@ -17,9 +17,9 @@
 //!   by pfn (the buddy allocator's job). Releasing a zspage clears its page
 //!   descriptors and puts its pages on a *hot* free list, still resident and
 //!   reused first. Only when more than [`Config::free_page_cache`] free
-//!   pages are hot do the oldest go back to the OS (`MADV_DONTNEED`, one
-//!   call per contiguous run, down to half that bound); `None` never gives
-//!   memory back.
+//!   pages are hot do the oldest go back to the OS (`MADV_DONTNEED` of up
+//!   to 64 runs in one `process_madvise`: one TLB flush; down to half that
+//!   bound); `None` never gives memory back.
 //! * **Handles** ([`Handle`]): `[generation | slot]`. The slot holds the
 //!   object's [`ObjLocation`] — `[pfn | class_idx | obj_idx | tag]` — in one
 //!   atomic word. Callers keep handles; compaction rewrites locations.

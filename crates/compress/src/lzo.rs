@@ -40,6 +40,8 @@ const RLE_MAX: usize = 2051;
 /// Shortest zero run the encoder encodes as a run: a run costs 4 bytes,
 /// a nearby copy of up to 8 bytes costs 2, so short runs go as copies.
 const RLE_USE: usize = 16;
+// The encoder looks for runs only where eight zero bytes start.
+const _: () = assert!(RLE_USE >= 8);
 
 /// LZO1X with a fast encoder; `rle` selects bitstream version 1 (`lzo-rle`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -209,7 +211,10 @@ impl Encoder<'_> {
         first: bool,
     ) -> Result<(), CompressError> {
         let n = end - start;
-        if (1..=3).contains(&n) && !first {
+        if n == 0 {
+            return Ok(());
+        }
+        if n <= 3 && !first {
             if let (Some(at), Some(from), Some(to)) = (
                 self.state_at,
                 src.get(start..start + 16),
@@ -331,7 +336,11 @@ fn encode(
     let (mut lit_start, mut i) = (0usize, 0usize);
     let mut first = true;
     while i + MIN_MATCH <= src.len() {
-        if rle && src[i] == 0 {
+        let word = read_u32(src, i);
+        // A run worth encoding starts with eight zero bytes: the word
+        // loaded for the hash rules out most short runs (the high bytes of
+        // pointers) for free, as in the kernel's lzo-rle.
+        if rle && word == 0 && src.get(i + 4..i + 8).is_some_and(|w| w == [0u8; 4]) {
             let run = zero_run_len(src, i);
             // A stream cannot open with a copy or run: the first byte would
             // read as a literal count. Such zeros go out as literals.
@@ -344,7 +353,6 @@ fn encode(
                 continue;
             }
         }
-        let word = read_u32(src, i);
         let h = hash(word);
         let cand = usize::from(slots[h]);
         // `base + i < 2^16`: `start` saw to it.
@@ -354,7 +362,8 @@ fn encode(
         let found = cand
             .checked_sub(base)
             .filter(|&c| i - c <= MAX_DISTANCE && read_u32(src, c) == word);
-        let Some(c) = found.filter(|_| i > 0) else {
+        // (At `i == 0` nothing of this call is in the table yet: no match.)
+        let Some(c) = found else {
             // The longer the literal run, the faster the search moves on
             // (as LZO1X-1 does): incompressible data costs little.
             i += 1 + ((i - lit_start) >> 5);

@@ -610,17 +610,12 @@ fn table(results: &[ProgramResult]) -> Table {
 fn print_ratios(results: &[ProgramResult]) {
     println!("uzswap / kernel zswap, same program and compressor (goal: no program above 1.0x):");
     for r in results {
-        let get = |s: System| {
-            r.cells
-                .iter()
-                .find(|c| c.system == s)
-                .and_then(|c| c.median.as_ref())
-        };
-        let Some(u) = get(System::Uzswap) else {
+        let cell = |s: System| r.cells.iter().find(|c| c.system == s);
+        let Some(u) = cell(System::Uzswap).and_then(|c| c.median.as_ref()) else {
             continue;
         };
-        let against = |k: Option<&Sample>| match k {
-            Some(k) => format!(
+        let against = |k: Option<&SystemResult>| match k.map(|c| c.median.as_ref()) {
+            Some(Some(k)) => format!(
                 "elapsed {}, CPU {}",
                 ratio(
                     Some(secs(u.measured.elapsed)),
@@ -628,13 +623,15 @@ fn print_ratios(results: &[ProgramResult]) {
                 ),
                 ratio(Some(secs(u.measured.cpu)), Some(secs(k.measured.cpu))),
             ),
-            None => "no kernel run finished".to_string(),
+            Some(None) => "no kernel run finished".to_string(),
+            // Left out (`--no-equal-memory`).
+            None => "not run".to_string(),
         };
         println!(
             "  {:<12} same limit: {}; same memory: {}",
             r.case,
-            against(get(System::KernelZswap)),
-            against(get(System::KernelZswapEqualMemory)),
+            against(cell(System::KernelZswap)),
+            against(cell(System::KernelZswapEqualMemory)),
         );
     }
 }

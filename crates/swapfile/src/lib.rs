@@ -121,6 +121,20 @@ impl Slots {
     }
 }
 
+/// Slots the allocation cursor may run past twice the slots in use before
+/// it starts again from the first slot.
+const WANDER_SLOTS: usize = 4096;
+
+/// `n` checksums of 0 (no page stored), from zeroed memory that the
+/// checksums never written leave untouched: a table for a 4 GiB file is
+/// 8 MiB, and filling it entry by entry made all of it resident in every
+/// process, whether or not it ever wrote a page to the file.
+fn zeroed_checksums(n: usize) -> Box<[AtomicU64]> {
+    // SAFETY: an all-zero `AtomicU64` is a valid `AtomicU64::new(0)` (it
+    // has the layout of a `u64`), so zeroed memory is initialized.
+    unsafe { Box::<[AtomicU64]>::new_zeroed_slice(n).assume_init() }
+}
+
 /// A swap device over a file.
 pub struct SwapFile {
     io: Box<dyn PageIo>,
@@ -151,7 +165,7 @@ impl SwapFile {
                 frozen: Vec::new(),
                 freed_frozen: Vec::new(),
             }),
-            checksums: (0..nr_slots).map(|_| AtomicU64::new(0)).collect(),
+            checksums: zeroed_checksums(nr_slots),
         }
     }
 
@@ -192,6 +206,14 @@ impl SwapFile {
                 wanted: n,
                 free: s.free,
             });
+        }
+        // Next fit, but within about twice the slots in use: a cursor
+        // that wandered over the whole file would touch (make resident) the
+        // whole checksum table and bitmap, 8 MiB for a 4 GiB file, while a
+        // process keeps a few thousand slots.
+        let in_use = self.nr_slots - s.free;
+        if s.cursor > 2 * (in_use + n) + WANDER_SLOTS {
+            s.cursor = 0;
         }
         let start = self.find_run(&s, n);
         let mut out = Vec::with_capacity(n);
@@ -421,6 +443,68 @@ mod tests {
         dev.thaw(&f2);
         assert_eq!(dev.free_slots(), 0);
     }
+    /// Pages of `[addr, addr + len)` that are resident (`mincore(2)`).
+    fn resident_pages(addr: usize, len: usize) -> usize {
+        let first = addr & !(PAGE_SIZE - 1);
+        let pages = (addr + len - first).div_ceil(PAGE_SIZE);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range is (inside) a live allocation of ours, rounded
+        // out to whole pages; `vec` has one byte per page.
+        let rc = unsafe {
+            libc::mincore(
+                first as *mut libc::c_void,
+                pages * PAGE_SIZE,
+                vec.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        vec.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    #[test]
+    fn a_large_device_costs_memory_only_for_the_slots_it_writes() {
+        // 16M slots: a 64 GiB file's 128 MiB checksum table.
+        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 24);
+        let table = dev.checksums.as_ptr() as usize;
+        let bytes = dev.checksums.len() * std::mem::size_of::<AtomicU64>();
+        assert!(
+            resident_pages(table, bytes) < 16,
+            "{} of {} pages of the checksum table resident",
+            resident_pages(table, bytes),
+            bytes / PAGE_SIZE
+        );
+        // Written slots still have their checksums, and read back.
+        let slots = dev.alloc(2).unwrap();
+        dev.write_pages(&slots, &[&[3u8; PAGE_SIZE][..], &[4u8; PAGE_SIZE][..]])
+            .unwrap();
+        let mut back = vec![0u8; PAGE_SIZE];
+        dev.read_page(slots[1], &mut back).unwrap();
+        assert_eq!(back, vec![4u8; PAGE_SIZE]);
+        assert!(dev.is_written(slots[0]));
+        assert!(!dev.is_written(slots[1] + 1));
+    }
+
+    #[test]
+    fn slots_stay_near_the_start_when_few_are_in_use() {
+        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 20);
+        let mut held = std::collections::VecDeque::new();
+        let mut highest = 0;
+        // A steady 1,000 slots in use, 200,000 allocations of 1 to 16.
+        for i in 0..200_000usize {
+            let got = dev.alloc(1 + i % 16).unwrap();
+            highest = highest.max(*got.iter().max().unwrap());
+            held.extend(got);
+            while held.len() > 1000 {
+                dev.free(held.pop_front().unwrap()).unwrap();
+            }
+        }
+        assert!(
+            highest < (2 * (1000 + 16) + WANDER_SLOTS + 16) as u64,
+            "highest slot {highest}"
+        );
+        assert_eq!(dev.free_slots(), (1 << 20) - held.len());
+    }
+
     use std::collections::HashMap;
 
     fn dev(n: usize) -> SwapFile {

@@ -302,14 +302,14 @@ impl State {
             .count()
     }
 
-    fn begin(&mut self, base: usize) {
+    pub(crate) fn begin(&mut self, base: usize) {
         self.in_flight += 1;
         if let Some(r) = self.regions.get_mut(&base) {
             r.in_flight += 1;
         }
     }
 
-    fn end(&mut self, base: usize) {
+    pub(crate) fn end(&mut self, base: usize) {
         self.in_flight -= 1;
         if let Some(r) = self.regions.get_mut(&base) {
             r.in_flight -= 1;
@@ -802,6 +802,13 @@ impl<B: Clone + Default> MissingFault<B> {
         let region = st.regions.get_mut(&base).expect("located");
         let state = region.pages[idx].state;
         match state {
+            // Runtime threads touch only the pages they evict (a fault of
+            // the handler thread itself could never be served). Any other
+            // page, whatever its state, is a bug: fail loudly, never serve
+            // it.
+            _ if self.by_runtime && state != PageState::Evicting => {
+                Err(Fatal::RuntimeThreadFault(self.addr))
+            }
             PageState::Untouched => {
                 cx.env.count(Event::Fault, 1);
                 cx.env.count(Event::ZeroFault, 1);
@@ -870,9 +877,6 @@ impl<B: Clone + Default> MissingFault<B> {
                     tries: 0,
                 };
                 Ok(Step::Next)
-            }
-            _ if self.by_runtime && state != PageState::Evicting => {
-                Err(Fatal::RuntimeThreadFault(self.addr))
             }
             PageState::Evicting if self.by_runtime => {
                 // The evictor reading its own victim faulted: the page was

@@ -88,23 +88,40 @@ impl Inner {
             Some(InjectFailure::ReclaimerPanic) => panic!("injected panic in the reclaimer"),
             Some(InjectFailure::RuntimeThreadFault) => {
                 // A page that is not mapped (untouched or swapped out): the
-                // read faults.
-                let addr = self.lock().regions.iter().find_map(|(&b, r)| {
-                    r.pages
+                // read faults. Its region counts an operation in flight, so
+                // it cannot be released (unmapped) before the read.
+                let picked = {
+                    let mut st = self.lock();
+                    let found = st
+                        .regions
                         .iter()
-                        .position(|p| {
-                            matches!(
-                                p.state,
-                                crate::protocol::PageState::Untouched
-                                    | crate::protocol::PageState::Swapped { .. }
-                            )
-                        })
-                        .map(|i| b + i * crate::protocol::PAGE)
-                });
-                if let Some(a) = addr {
-                    // SAFETY: a page of a live region: memory of ours; the
-                    // read faults it in (or, here, ends the program).
+                        .filter(|(_, r)| !r.dying)
+                        .find_map(|(&b, r)| {
+                            r.pages
+                                .iter()
+                                .position(|p| {
+                                    matches!(
+                                        p.state,
+                                        crate::protocol::PageState::Untouched
+                                            | crate::protocol::PageState::Swapped { .. }
+                                    )
+                                })
+                                .map(|i| (b, b + i * crate::protocol::PAGE))
+                        });
+                    if let Some((base, _)) = found {
+                        st.begin(base);
+                    }
+                    found
+                };
+                if let Some((base, a)) = picked {
+                    // SAFETY: a page of a live region that cannot go away
+                    // (in flight): memory of ours; the read faults, and the
+                    // handler ends the program (unless the program mapped
+                    // the page meanwhile: then the read just reads it).
                     let _ = unsafe { std::ptr::read_volatile(a as *const u8) };
+                    let mut st = self.lock();
+                    st.end(base);
+                    st.changed(&self.changed);
                 }
             }
             _ => {}

@@ -23,6 +23,10 @@
 //! * **Handles** ([`Handle`]): `[generation | slot]`. The slot holds the
 //!   object's [`ObjLocation`] — `[pfn | class_idx | obj_idx | tag]` — in one
 //!   atomic word. Callers keep handles; compaction rewrites locations.
+//!   Freed slots wait in per-thread shards; a thread whose shard is empty
+//!   takes a batch from another before it makes a slot afresh, so the
+//!   table holds about as many slots as objects ever live at once, even
+//!   when one thread allocates and another frees.
 //! * **Free** on [`FreePath::ClassLockOnly`]: read the location word without
 //!   a lock, take the class named by its `class_idx`, re-read the word (now
 //!   stable: migration holds the same class lock), free the object. An empty

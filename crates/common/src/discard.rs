@@ -15,6 +15,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ranges per `process_madvise` call; the vector lives on the stack.
 const CHUNK: usize = 64;
@@ -32,12 +33,13 @@ fn check(r: libc::c_long) -> io::Result<usize> {
 /// leading ranges were discarded in full (the kernel stops at the first it
 /// cannot advise). `Err`: the call is not available here (a kernel before
 /// 6.13 refuses this advice; no `pidfd_open` before 5.3; a seccomp policy);
-/// nothing was discarded and the caller falls back to [`discard_one`].
+/// nothing was discarded and [`discard_each`] falls back to
+/// [`discard_one`].
 ///
 /// # Safety
 /// As `madvise(2)` with `MADV_DONTNEED` for every range: their contents
 /// read back as zeros afterwards, so nothing may still need them.
-pub unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
+unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
     // A pidfd of this process, opened per call: one cached across a fork
     // would name the parent.
     // SAFETY: pidfd_open takes a pid and flags; a new fd is returned.
@@ -88,9 +90,44 @@ pub unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
 ///
 /// # Safety
 /// As `madvise(2)` with `MADV_DONTNEED`: the range reads back as zeros.
-pub unsafe fn discard_one(addr: usize, len: usize) -> io::Result<()> {
+unsafe fn discard_one(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: the caller's guarantee.
     check(unsafe { libc::syscall(libc::SYS_madvise, addr, len, libc::MADV_DONTNEED) }).map(drop)
+}
+
+/// `process_madvise` refused this advice once in this process (an older
+/// kernel, a seccomp policy): from then on every range goes by itself.
+static BATCH_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// `MADV_DONTNEED` of every range, with its own result: as many as
+/// possible in [`discard_ranges`] batches, the rest (all of them where the
+/// kernel refuses batches, or those after one a batch stopped at) one by
+/// one with [`discard_one`]. What the runtime's eviction and zsmalloc's
+/// arena call.
+///
+/// # Safety
+/// As `madvise(2)` with `MADV_DONTNEED` for every range.
+pub unsafe fn discard_each(ranges: &[(usize, usize)]) -> Vec<io::Result<()>> {
+    let mut batched = 0;
+    if ranges.len() > 1 && !BATCH_REFUSED.load(Ordering::Relaxed) {
+        // SAFETY: the caller's guarantee.
+        match unsafe { discard_ranges(ranges) } {
+            Ok(n) => batched = n,
+            Err(_) => BATCH_REFUSED.store(true, Ordering::Relaxed),
+        }
+    }
+    ranges
+        .iter()
+        .enumerate()
+        .map(|(i, &(addr, len))| {
+            if i < batched {
+                Ok(())
+            } else {
+                // SAFETY: the caller's guarantee, for this range.
+                unsafe { discard_one(addr, len) }
+            }
+        })
+        .collect()
 }
 
 /// How many leading ranges `advised` bytes cover in full.
@@ -178,18 +215,9 @@ mod tests {
             .map(|i| (p as usize + i * PAGE_SIZE, PAGE_SIZE))
             .collect();
         // SAFETY: the ranges are pages of our own mapping, no longer needed.
-        let done = match unsafe { discard_ranges(&ranges) } {
-            Ok(n) => n,
-            // Kernels without it: the fallback must do the same.
-            Err(_) => {
-                for &(a, l) in &ranges {
-                    // SAFETY: as above.
-                    unsafe { discard_one(a, l) }.unwrap();
-                }
-                ranges.len()
-            }
-        };
-        assert_eq!(done, ranges.len());
+        let results = unsafe { discard_each(&ranges) };
+        assert_eq!(results.len(), ranges.len());
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
         for i in 0..pages {
             let want = if i % 2 == 0 { 0 } else { 0xa5 };
             assert!(page_is(p, i, want), "page {i}");

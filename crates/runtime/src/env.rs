@@ -10,7 +10,6 @@ use crate::swapin::FolioSwapin;
 use crate::sys;
 use crate::uffd::FaultMode;
 use common::wakeup::Wakeup;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use userfaultfd::Uffd;
@@ -64,8 +63,6 @@ pub(crate) struct RealEnv {
     /// Every call into a store holds it (shared); a fork holds it alone, so
     /// that no thread is inside a store at the instant of the fork.
     pub gate: RwLock<()>,
-    /// `process_madvise` refused this advice once: unmap range by range.
-    no_process_madvise: AtomicBool,
 }
 
 fn errno_of(e: &userfaultfd::Error) -> i32 {
@@ -96,7 +93,6 @@ impl RealEnv {
             counters: Counters::default(),
             folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
             gate: RwLock::new(()),
-            no_process_madvise: AtomicBool::new(false),
         }
     }
 
@@ -255,27 +251,21 @@ impl Env for RealEnv {
     }
 
     fn discard_ranges(&self, ranges: &[(usize, usize)]) -> Vec<Result<(), KernelError>> {
-        let mut batched = 0;
-        if ranges.len() > 1 && !self.no_process_madvise.load(Ordering::Relaxed) {
-            // SAFETY: every range is a run being evicted: its contents are
-            // stored.
-            match unsafe { sys::discard_ranges(ranges) } {
-                Ok(n) => batched = n,
-                // Not on this kernel: one madvise per range from now on.
-                Err(_) => self.no_process_madvise.store(true, Ordering::Relaxed),
-            }
-        }
-        // Ranges not unmapped by the batch (none, or the rest after one it
-        // stopped at) go one by one, each with its own error.
+        // SAFETY: every range is a run being evicted: its contents are
+        // stored.
+        let results = unsafe { common::discard::discard_each(ranges) };
         ranges
             .iter()
-            .enumerate()
-            .map(|(i, &(addr, len))| {
-                if i < batched {
-                    Ok(())
-                } else {
-                    self.discard(addr, len)
-                }
+            .zip(results)
+            .map(|(&(addr, len), r)| {
+                r.map_err(|e| {
+                    kerr(
+                        "MADV_DONTNEED",
+                        addr,
+                        len,
+                        e.raw_os_error().unwrap_or(libc::EIO),
+                    )
+                })
             })
             .collect()
     }

@@ -45,8 +45,6 @@ pub unsafe fn madvise(addr: usize, len: usize, advice: libc::c_int) -> io::Resul
     check(unsafe { libc::syscall(libc::SYS_madvise, addr, len, advice) }).map(drop)
 }
 
-pub use common::discard::discard_ranges;
-
 /// This thread's id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

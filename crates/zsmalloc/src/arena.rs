@@ -12,8 +12,9 @@
 //! `madvise` per run was a shootdown IPI per run to every CPU running
 //! another thread of the process: 90% of seed 001's free phase, and the
 //! reason the seed's design, whose freeing threads never wait on each
-//! other, measured slower than mainline's (BENCHMARKS.md). So the process's RSS follows the
-//! pool's size to within `free_page_cache` pages (`None`: never given back).
+//! other, measured slower than mainline's (BENCHMARKS.md). So the
+//! process's RSS follows the pool's size to within `free_page_cache` pages
+//! (`None`: never given back).
 //!
 //! Each pfn has a [`PageDesc`] (the `zpdesc`): which zspage it belongs to, its
 //! place in the chain, and the chain's first and next pfn, so readers can
@@ -100,11 +101,6 @@ pub(crate) struct Arena {
     /// Most free pages kept resident; `usize::MAX` keeps all of them.
     hot_limit: usize,
     pages_discarded: AtomicUsize,
-    /// `process_madvise` refused `MADV_DONTNEED` once: discard run by run.
-    /// (A plain std atomic: a hint about the kernel, not part of the
-    /// protocol the loom models check.)
-    #[cfg_attr(loom, allow(dead_code))]
-    no_process_madvise: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `base` points to memory owned by the arena for its whole life. The
@@ -135,7 +131,6 @@ impl Arena {
             pages_in_use: AtomicUsize::new(0),
             hot_limit: hot_limit.unwrap_or(usize::MAX),
             pages_discarded: AtomicUsize::new(0),
-            no_process_madvise: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -214,30 +209,16 @@ impl Arena {
                 )
             })
             .collect();
-        let mut done = 0;
-        if ranges.len() > 1
-            && !self
-                .no_process_madvise
-                .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            // SAFETY: the ranges are runs of this arena's free pages, inside
-            // its mapping; nobody holds references into released pages, and
-            // MADV_DONTNEED on private anonymous memory only drops contents.
-            match unsafe { common::discard::discard_ranges(&ranges) } {
-                Ok(n) => done = n,
-                // Not on this kernel: one madvise per run from now on.
-                Err(_) => self
-                    .no_process_madvise
-                    .store(true, std::sync::atomic::Ordering::Relaxed),
-            }
-        }
-        for &(addr, len) in &ranges[done..] {
-            // SAFETY: as above, for one run. (A raw system call: in a
-            // program under the LD_PRELOAD library, `madvise` is the
-            // library's hook.)
-            let rc = unsafe { common::discard::discard_one(addr, len) };
-            debug_assert!(rc.is_ok(), "madvise(MADV_DONTNEED) on our own mapping");
-        }
+        // SAFETY: the ranges are runs of this arena's free pages, inside its
+        // mapping; nobody holds references into released pages, and
+        // MADV_DONTNEED on private anonymous memory only drops contents.
+        // (Raw system calls: in a program under the LD_PRELOAD library,
+        // `madvise` is the library's hook.)
+        let results = unsafe { common::discard::discard_each(&ranges) };
+        debug_assert!(
+            results.iter().all(Result::is_ok),
+            "madvise(MADV_DONTNEED) on our own mapping: {results:?}"
+        );
     }
 
     #[cfg(loom)]

@@ -717,8 +717,14 @@ fn commits_inside_a_reservation_are_paged_and_decommit_to_prot_none() {
             fill(&mut b[i * PAGE..(i + 1) * PAGE], i, 4);
         }
     }
+    // Each poll pushes reclaim along; the condition is on what was
+    // evicted in all, by it or by the background reclaimer. (It used to
+    // also need this poll's own reclaim to evict something: once an
+    // earlier poll had evicted every resident page, that never held again,
+    // 2 failures in 40.)
     wait_until("commits swapped out", || {
-        rt.reclaim(400) > 0 && rt.stats().evicted_pages >= 100
+        rt.reclaim(400);
+        rt.stats().evicted_pages >= 100
     });
     let mut expect = vec![0u8; PAGE];
     {

@@ -69,6 +69,12 @@ common::counters! {
     /// filter inherited across `execve` with another trampoline address):
     /// answered `ENOSYS`.
     foreign_traps: u64,
+    /// `execve` calls of a `vfork` child whose path, `argv` and `envp` were
+    /// copied out of the arena first (`exec_copy`).
+    exec_copies: u64,
+    /// Of those, calls that found every scratch slot taken and used a
+    /// mapping of their own, left behind by a successful `execve`.
+    exec_scratch_leaked: u64,
 }
 
 /// Reads the counters.

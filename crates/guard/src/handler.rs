@@ -46,6 +46,14 @@ pub trait Pinner: Sync {
     /// `clear_child_tid`, the robust-futex list, `rseq`, an alternate signal
     /// stack). The runtime should keep these pages resident. Default: nothing.
     fn registered(&self, _addr: usize, _len: usize) {}
+    /// The calling task shares the runtime's memory without being its
+    /// process (a `vfork` child): pins it takes are served by its parent's
+    /// runtime, and a successful `execve`, which never returns to release
+    /// them, would leave them there for good. Its `execve` strings are
+    /// copied out of the arena instead (`exec_copy`). Default: false.
+    fn in_vfork_child(&self) -> bool {
+        false
+    }
 }
 
 /// A pinned page range.
@@ -343,6 +351,46 @@ impl ProcMem {
         Some(out)
     }
 
+    /// Reads `dst.len()` bytes at `addr` straight into `dst` (no caching).
+    pub(crate) fn read_into(&self, addr: usize, dst: &mut [u8]) -> bool {
+        if dst.is_empty() {
+            return true;
+        }
+        if !self.direct.get() {
+            let local = Iovec {
+                base: dst.as_mut_ptr() as usize,
+                len: dst.len(),
+            };
+            let remote = Iovec {
+                base: addr,
+                len: dst.len(),
+            };
+            // SAFETY: the kernel writes at most `dst.len()` bytes into `dst`,
+            // which we borrow mutably; `remote` is read through its checked
+            // accessors.
+            let n = unsafe {
+                syscall6(
+                    nr::PROCESS_VM_READV,
+                    [
+                        self.pid(),
+                        &local as *const Iovec as u64,
+                        1,
+                        &remote as *const Iovec as u64,
+                        1,
+                        0,
+                    ],
+                )
+            };
+            if n != -(libc::EPERM as isize) && n != -(libc::ENOSYS as isize) {
+                return n == dst.len() as isize;
+            }
+            self.direct.set(true);
+        }
+        // SAFETY: as in `read`'s fallback.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        true
+    }
+
     /// Writes `bytes` at `addr` in the program's memory (`process_vm_writev`).
     fn write(&self, addr: usize, bytes: &[u8]) -> bool {
         if self.direct.get() {
@@ -401,7 +449,7 @@ pub const MAX_PINS: usize = 1024;
 /// The pins of one call: page ranges as page indices relative to the arena
 /// (`u32`: arenas up to 16 TiB), and a write bit per entry: about 8 KiB of
 /// the handler's stack for 1024 ranges.
-struct PinSet<'s> {
+pub(crate) struct PinSet<'s> {
     st: &'s State,
     starts: [u32; MAX_PINS],
     ends: [u32; MAX_PINS],
@@ -410,7 +458,7 @@ struct PinSet<'s> {
 }
 
 impl<'s> PinSet<'s> {
-    fn new(st: &'s State) -> Self {
+    pub(crate) fn new(st: &'s State) -> Self {
         PinSet {
             st,
             starts: [0; MAX_PINS],
@@ -548,7 +596,7 @@ impl<'s> PinSet<'s> {
         self.n += 1;
     }
 
-    fn range(&mut self, addr: usize, len: usize, write: bool) {
+    pub(crate) fn range(&mut self, addr: usize, len: usize, write: bool) {
         if let Some((a, b)) = self.clip(addr, len) {
             self.pin_pages(a, b, write)
         }
@@ -593,7 +641,7 @@ impl<'s> PinSet<'s> {
         }
     }
 
-    fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         for i in (0..self.n).rev() {
             let (s, e, _) = self.entry(i);
             self.st.pinner.unpin(PinToken {
@@ -627,6 +675,10 @@ pub unsafe fn guarded_syscall(nr: i64, args: [u64; 6]) -> isize {
 /// As for `guarded_syscall`.
 unsafe fn guarded(st: &State, nr: i64, args: &[u64; 6]) -> isize {
     bump(&counters::LIVE.guarded_calls);
+    if (nr == nr::EXECVE || nr == nr::EXECVEAT) && st.pinner.in_vfork_child() {
+        // SAFETY: forwarded from the caller; `nr` is an execve.
+        return unsafe { crate::exec_copy::execve(st, nr, args) };
+    }
     let mem = ProcMem::new();
     let mut pins = PinSet::new(st);
     let coverage = for_each_buffer(nr, args, &mem, &mut |b| pins.buffer(b, &mem));
@@ -958,14 +1010,14 @@ pub fn handler_installed() -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::sync::Mutex;
 
     /// Counts pins per page and records the calls.
     #[derive(Default)]
-    struct CountingPinner {
+    pub(crate) struct CountingPinner {
         pages: Mutex<HashMap<usize, i64>>,
         calls: Mutex<Vec<(usize, usize, bool)>>,
         registered: Mutex<Vec<(usize, usize)>>,
@@ -996,15 +1048,18 @@ mod tests {
     }
 
     impl CountingPinner {
-        fn all_released(&self) -> bool {
+        pub(crate) fn all_released(&self) -> bool {
             self.pages.lock().unwrap().values().all(|&c| c == 0)
         }
         fn pinned(&self, addr: usize) -> i64 {
             self.pages.lock().unwrap().get(&addr).copied().unwrap_or(0)
         }
+        pub(crate) fn pin_calls(&self) -> usize {
+            self.calls.lock().unwrap().len()
+        }
     }
 
-    fn state(lo: usize, pages: usize) -> (&'static State, &'static CountingPinner) {
+    pub(crate) fn state(lo: usize, pages: usize) -> (&'static State, &'static CountingPinner) {
         let p: &'static CountingPinner = Box::leak(Box::default());
         let st = Box::leak(Box::new(State {
             lo,

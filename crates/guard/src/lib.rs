@@ -176,6 +176,7 @@
 compile_error!("the guard crate supports x86_64 Linux only (the syscall table, the trampoline and the signal frame are x86_64's)");
 
 pub mod counters;
+mod exec_copy;
 pub mod filter;
 mod handler;
 pub mod nr;

@@ -28,8 +28,7 @@
 //!   free, as without uzswap.
 //!   Not covered: glibc's per-thread malloc arenas (glibc maps and
 //!   `mprotect`s them internally, past any interposition).
-//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default, root
-//!   only for now): allocations below `UZSWAP_MIN_ALLOC` come from
+//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default): allocations below `UZSWAP_MIN_ALLOC` come from
 //!   mimalloc managing one growing region (`small_heap.rs`), so a
 //!   program made of small objects (sqlite, redis) is paged too.
 //! - Anything else a program does to a region's range (`munmap` of part,

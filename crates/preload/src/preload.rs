@@ -169,12 +169,14 @@ struct RuntimePinner;
 impl guard::Pinner for RuntimePinner {
     fn pin(&self, addr: usize, len: usize, write: bool) -> guard::PinToken {
         match started() {
-            Some(p) if owns_runtime() => {
+            // The runtime's process, or a vfork child sharing its memory
+            // (and so its runtime, whose threads serve the child's faults).
+            Some(p) if owns_runtime() || shares_runtime() => {
                 let (addr, len) = p.runtime.pin_for_syscall(addr, len, write);
                 guard::PinToken { addr, len }
             }
-            // No runtime yet (no region exists), or a vfork child sharing
-            // its parent's: nothing of ours to pin.
+            // No runtime yet (no region exists), or a child with memory of
+            // its own and no runtime in it: nothing of ours to pin.
             _ => guard::PinToken { addr, len: 0 },
         }
     }
@@ -186,8 +188,15 @@ impl guard::Pinner for RuntimePinner {
     }
 
     fn registered(&self, addr: usize, len: usize) {
-        // Kept resident for good: pinned and never unpinned.
-        let _ = self.pin(addr, len, true);
+        // Kept resident for good: pinned and never unpinned (only by the
+        // runtime's own process: a vfork child's would outlive it).
+        if owns_runtime() {
+            let _ = self.pin(addr, len, true);
+        }
+    }
+
+    fn in_vfork_child(&self) -> bool {
+        started().is_some() && !owns_runtime() && shares_runtime()
     }
 }
 
@@ -216,7 +225,6 @@ fn decide_guard(s: &Settings) {
     match runtime::probe_userfaultfd(s.user_mode_only) {
         Ok(runtime::FaultMode::KernelFaults) => {}
         Ok(runtime::FaultMode::UserModeOnly) => {
-            USER_MODE_ONLY.store(true, Ordering::Release);
             GUARD_PENDING.store(true, Ordering::Release);
             // SAFETY: PR_GET_SECCOMP takes no pointer; 2 = filter mode.
             let filtered = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } == 2;
@@ -240,14 +248,6 @@ fn guard_ready() -> bool {
         INSTALL.call_once(install_guard);
     }
     !GUARD_REFUSED.load(Ordering::Acquire)
-}
-
-/// The userfaultfd is user-mode only: regions need the syscall guard.
-static USER_MODE_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether regions are served under the syscall guard.
-pub fn user_mode_only() -> bool {
-    USER_MODE_ONLY.load(Ordering::Acquire)
 }
 
 /// Whether the guard is still to go in (at the first region).
@@ -311,14 +311,10 @@ pub fn load_settings() {
             }
             let s = SETTINGS.get().expect("set just above");
             decide_guard(s);
-            // Not under the syscall guard yet. Its hang at start is fixed
-            // (`runtime::uffd::open`), but dash's `vfork` child then
-            // `execve`s with argv strings in paged heap pages: the kernel
-            // reads them, the guard cannot pin them for a vfork child, and
-            // the exec fails with EFAULT if they were evicted (redis-heap
-            // as nobody). Until the guard copies those strings out, the
-            // heap needs kernel faults handled.
-            crate::small_heap::configure(s.small_objects && !user_mode_only());
+            // Under the syscall guard too: a vfork child's system calls pin
+            // through its parent's runtime, and its `execve` strings are
+            // copied out of the arena (`guard`'s `exec_copy`).
+            crate::small_heap::configure(s.small_objects);
         }
         Err(e) => die(&format!("bad setting: {e}")),
     }
@@ -388,6 +384,19 @@ pub fn get_or_start() -> Option<&'static Preload> {
 /// child, which shares its parent's).
 pub fn owns_runtime() -> bool {
     OWNER_PID.load(Ordering::Relaxed) == std::process::id()
+}
+
+/// Whether this task, not the runtime's process, shares its memory: a
+/// `vfork` (or `posix_spawn`) child. Asks the kernel (`kcmp(KCMP_VM)`); a
+/// kernel without `kcmp` answers no, and the child pins nothing.
+pub fn shares_runtime() -> bool {
+    const KCMP_VM: libc::c_long = 1;
+    let owner = OWNER_PID.load(Ordering::Relaxed);
+    // SAFETY: getpid and kcmp take plain integers.
+    unsafe {
+        let me = libc::getpid();
+        me != owner as libc::pid_t && libc::syscall(libc::SYS_kcmp, me, owner, KCMP_VM, 0, 0) == 0
+    }
 }
 
 /// The runtime if it has started (never starts it).

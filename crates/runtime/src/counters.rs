@@ -10,12 +10,17 @@ common::counters! {
     /// A snapshot of the runtime's counters.
     pub struct RuntimeStats;
     /// Live counters: one per protocol [`Event`], and the runtime's own.
-    /// The six states (`resident_pages`, `charged_pages`, `table_bytes`,
-    /// `limit_pages`, `write_tracking`, `kernel_faults`) are read from the runtime when a snapshot is taken
+    /// The seven states (`resident_pages`, `pinned_pages`, `charged_pages`,
+    /// `table_bytes`, `limit_pages`, `write_tracking`, `kernel_faults`) are
+    /// read from the runtime when a snapshot is taken
     /// ([`crate::Runtime::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
     /// Resident region pages charged to this process now.
     resident_pages: u64,
+    /// Region pages pinned now: for a system call in progress (the syscall
+    /// guard), or registered with the kernel for good (`set_robust_list`,
+    /// `rseq`, … in region memory). A pin nobody releases shows here.
+    pinned_pages: u64,
     /// Pages the limit counts for this process now: resident pages, the
     /// pool and its entries (a memcg's charge).
     charged_pages: u64,

@@ -254,6 +254,14 @@ impl State {
         self.regions.get_mut(&base).filter(|r| r.id == id)
     }
 
+    /// Region pages pinned now (a scan of every page: for reports).
+    pub fn pinned_pages(&self) -> usize {
+        self.regions
+            .values()
+            .map(|r| r.pages.iter().filter(|p| p.pins > 0).count())
+            .sum()
+    }
+
     fn push_lru(&mut self, base: usize, idx: usize) {
         let Some(r) = self.regions.get_mut(&base) else {
             return;

@@ -405,11 +405,15 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         // Apart: a guard in the literal would live to its end, and
         // `own_charge` takes the state lock too.
-        let resident = self.inner.lock().resident;
+        let (resident, pinned) = {
+            let st = self.inner.lock();
+            (st.resident, st.pinned_pages())
+        };
         let charged = self.inner.own_charge();
         let table = self.inner.table_bytes();
         RuntimeStats {
             resident_pages: resident as u64,
+            pinned_pages: pinned as u64,
             charged_pages: charged as u64,
             table_bytes: table as u64,
             limit_pages: self.inner.limit_pages as u64,

@@ -45,8 +45,6 @@ pub struct Expectation {
     pub unprivileged: Expected,
 }
 
-const SMALL_ROOT: &str =
-    "--small-objects is off under the syscall guard (no root): a vfork child's execve of argv strings in evicted heap pages fails with EFAULT (issue 13)";
 const SMALL_OBJECTS: &str =
     "runs and BGSAVE's fork works, but without --small-objects nothing is paged: the dataset is small objects (redis-heap pages it)";
 
@@ -64,13 +62,13 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "node-heap",      root: Works,                 unprivileged: Works },
     Expectation { case: "java-heap",      root: Works,                 unprivileged: Works },
     Expectation { case: "sqlite",         root: Works,                 unprivileged: Works },
-    Expectation { case: "sqlite-heap",    root: Works,                 unprivileged: KnownIssue(SMALL_ROOT) },
+    Expectation { case: "sqlite-heap",    root: Works,                 unprivileged: Works },
     Expectation { case: "sort",           root: Works,                 unprivileged: Works },
     Expectation { case: "xz",             root: Works,                 unprivileged: Works },
     Expectation { case: "zstd",           root: Works,                 unprivileged: Works },
     Expectation { case: "gcc",            root: Works,                 unprivileged: Works },
     Expectation { case: "redis",          root: KnownIssue(SMALL_OBJECTS), unprivileged: KnownIssue(SMALL_OBJECTS) },
-    Expectation { case: "redis-heap",     root: Works,                 unprivileged: KnownIssue(SMALL_ROOT) },
+    Expectation { case: "redis-heap",     root: Works,                 unprivileged: Works },
     Expectation { case: "usemem",         root: Works,                 unprivileged: Works },
 ];
 

@@ -228,17 +228,6 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
                 .describe(),
         );
     }
-    if settings.small_objects
-        && !a.quiet
-        && matches!(
-            runtime::probe_userfaultfd(settings.user_mode_only),
-            Ok(runtime::FaultMode::UserModeOnly)
-        )
-    {
-        eprintln!(
-            "uzswap: --small-objects needs kernel faults handled (root); with user-mode faults and the syscall guard, small allocations stay glibc's"
-        );
-    }
     // Ctrl-C is the program's: uzswap ignores it (once the child has
     // started, with the default disposition) and stays to report.
     let old = std::cell::Cell::new(None);

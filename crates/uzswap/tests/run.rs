@@ -13,7 +13,8 @@ const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
 
 mod common;
 use common::{
-    as_nobody, compile_c, library, run_report, text, uzswap_for_any_user, PROGRAMS, UZSWAP,
+    as_nobody, compile_c, library, run_report, text, uzswap_for_any_user, PROGRAMS,
+    UZSWAP,
 };
 
 fn tempdir(name: &str) -> PathBuf {
@@ -460,29 +461,93 @@ fn reservations_committed_by_map_fixed_and_mprotect_are_paged() {
 /// `--small-objects`: a program of small objects only (malloc, calloc,
 /// posix_memalign, realloc within and past `--min-alloc`, a fork whose
 /// child checks and reallocates, `read(2)` into small buffers) is paged,
-/// and every byte reads back. As root; under the syscall guard the heap
-/// stays off (nothing of it is made) and the program still works.
+/// and every byte reads back; as root, and under the syscall guard.
 #[test]
 fn small_objects_are_paged_and_read_back() {
     let dir = tempdir("smallobj");
     let bin = compile_c("smallobj", &dir);
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    let root = unsafe { libc::geteuid() } == 0;
+    let guarded: &[&str] = &["--small-objects", "--limit", "8M", "--user-mode-only"];
+    let kernel: &[&str] = &["--small-objects", "--limit", "8M"];
+    for args in if root {
+        vec![kernel, guarded]
+    } else {
+        vec![guarded]
+    } {
+        let (out, f) = run(args, &[bin.to_str().unwrap()], "smallobj");
+        assert_paged(&out, &f, "smallobj: ok", 2048);
+        assert!(
+            f.total.program.small_heap_bytes >= 64 << 20,
+            "{args:?} {f:?}"
+        );
+        assert!(f.run.processes >= 2, "{f:?}");
+    }
+}
+
+/// Children started with `vfork`+`execve`, `posix_spawn` and `system()`
+/// whose path, `argv`, `envp` and file-action paths are small heap objects
+/// evicted to the pool: each child gets its strings intact, and no pin is
+/// left behind. Under the syscall guard (as root with `--user-mode-only`,
+/// and as nobody) the vfork child's system calls pin through its parent's
+/// runtime and its `execve` strings are copied out of the arena; as root
+/// the kernel faults them in.
+#[test]
+fn spawned_children_get_argv_and_env_from_evicted_heap_pages() {
+    let dir = tempdir("spawnheap");
+    let bin = compile_c("spawnheap", &dir);
+    let check = |out: &Output, f: &RunReport, guarded: bool| {
+        assert!(
+            text(&out.stdout).contains("spawnheap: ok, 12 of 12 string pages evicted"),
+            "exit {:?}\nstdout: {}\nstderr: {}",
+            out.status,
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(f.total.program.small_heap_bytes > 0, "{f:?}");
+        assert_eq!(f.total.runtime.pinned_pages, 0, "{f:?}");
+        if guarded {
+            let g = f.total.guard.as_ref().expect("guard counters");
+            // vfork+execve, posix_spawn, system(): three vfork children.
+            assert_eq!(g.exec_copies, 3, "{f:?}");
+            assert_eq!(g.exec_scratch_leaked, 0, "{f:?}");
+        }
+    };
+    let dir_arg = dir.to_str().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
         let (out, f) = run(
             &["--small-objects", "--limit", "8M"],
-            &[bin.to_str().unwrap()],
-            "smallobj",
+            &[bin.to_str().unwrap(), dir_arg],
+            "spawnheap",
         );
-        assert_paged(&out, &f, "smallobj: ok", 2048);
-        assert!(f.total.program.small_heap_bytes >= 64 << 20, "{f:?}");
-        assert!(f.run.processes >= 2, "{f:?}");
+        check(&out, &f, false);
     }
     let (out, f) = run(
         &["--small-objects", "--limit", "8M", "--user-mode-only"],
-        &[bin.to_str().unwrap()],
-        "smallobj-guard",
+        &[bin.to_str().unwrap(), dir_arg],
+        "spawnheap-guard",
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("smallobj: ok"));
-    assert_eq!(f.total.program.small_heap_bytes, 0, "{f:?}");
+    check(&out, &f, true);
+    if root {
+        let nobody = tempdir("spawnheap-nobody");
+        let prog = nobody.join("spawnheap");
+        std::fs::copy(&bin, &prog).unwrap();
+        let uz = uzswap_for_any_user(&nobody, &[&prog]);
+        let stats = nobody.join("stats");
+        let out = as_nobody(&uz)
+            .args(["run", "--small-objects", "--limit", "8M", "--swapfile-dir"])
+            .arg(&nobody)
+            .arg("--stats-out")
+            .arg(&stats)
+            .arg("--")
+            .arg(&prog)
+            .arg(&nobody)
+            .env("TMPDIR", &nobody)
+            .output()
+            .expect("setpriv (util-linux) runs");
+        check(&out, &run_report(&stats), true);
+    }
 }

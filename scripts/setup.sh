@@ -39,6 +39,8 @@ ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaV
 [ -x /usr/bin/gcc ] || missing+=(gcc)
 [ -x /usr/bin/sort ] && [ -x /usr/bin/sha256sum ] || missing+=(coreutils)
 [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
+# jemalloc itself: the run tests link a program with it (jemcheck.c).
+ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 >/dev/null 2>&1 || missing+=(libjemalloc2)
 new_redis=false
 if [ ! -x /usr/bin/redis-server ]; then
     missing+=(redis-server)

@@ -184,7 +184,7 @@ pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, n: size_t, size: size_t)
     })
 }
 
-fn aligned(align: usize, size: usize) -> *mut c_void {
+pub(crate) fn aligned(align: usize, size: usize) -> *mut c_void {
     region_or_null(size, align)
         .or_else(|| small_heap::alloc(size, align, false))
         .unwrap_or_else(|| sys::memalign(align, size))

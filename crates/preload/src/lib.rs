@@ -28,6 +28,9 @@
 //!   free, as without uzswap.
 //!   Not covered: glibc's per-thread malloc arenas (glibc maps and
 //!   `mprotect`s them internally, past any interposition).
+//! - jemalloc's extended API (`mallocx`, `rallocx`, `sdallocx`, …) is
+//!   served by the same hooks, so no block reaches the other allocator
+//!   (`jemalloc_api.rs`).
 //! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default): allocations below `UZSWAP_MIN_ALLOC` come from
 //!   mimalloc managing one growing region (`small_heap.rs`), so a
 //!   program made of small objects (sqlite, redis) is paged too.
@@ -65,6 +68,7 @@
 
 mod guarded_io;
 mod hooks;
+mod jemalloc_api;
 mod libc_alloc;
 mod preload;
 mod small_heap;

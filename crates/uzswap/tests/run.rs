@@ -13,7 +13,7 @@ const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
 
 mod common;
 use common::{
-    as_nobody, compile_c, library, run_report, text, uzswap_for_any_user, PROGRAMS,
+    as_nobody, compile_c, compile_c_with, library, run_report, text, uzswap_for_any_user, PROGRAMS,
     UZSWAP,
 };
 
@@ -549,5 +549,24 @@ fn spawned_children_get_argv_and_env_from_evicted_heap_pages() {
             .output()
             .expect("setpriv (util-linux) runs");
         check(&out, &run_report(&stats), true);
+    }
+}
+
+/// A program linked with jemalloc: `malloc` and friends come to uzswap's
+/// hooks and so does jemalloc's extended API (`mallocx`, `rallocx`,
+/// `xallocx`, `sallocx`, `dallocx`, `sdallocx`, `nallocx`), mixed both ways
+/// on small and large blocks (jemalloc's `sdallocx` of a region pointer
+/// crashed before); 64 MiB of large `mallocx` blocks are paged under 8M and
+/// read back. With and without `--small-objects`.
+#[test]
+fn jemalloc_programs_mix_both_apis_on_every_block() {
+    let dir = tempdir("jemcheck");
+    let bin = compile_c_with("jemcheck", &dir, &["-l:libjemalloc.so.2"]);
+    for extra in [&[][..], &["--small-objects"][..]] {
+        let mut args = vec!["--limit", "8M"];
+        args.extend_from_slice(extra);
+        let (out, f) = run(&args, &[bin.to_str().unwrap(), "64"], "jemcheck");
+        assert_paged(&out, &f, "jemcheck: ok", 2048);
+        assert!(f.total.program.region_allocs >= 256, "{extra:?} {f:?}");
     }
 }

@@ -26,12 +26,19 @@ pub fn library() -> PathBuf {
 
 /// Compiles `programs/NAME.c` into `dir/NAME`.
 pub fn compile_c(name: &str, dir: &Path) -> PathBuf {
+    compile_c_with(name, dir, &[])
+}
+
+/// Compiles `programs/NAME.c` into `dir/NAME`, linked with `libs` too
+/// (`-l:libjemalloc.so.2`).
+pub fn compile_c_with(name: &str, dir: &Path, libs: &[&str]) -> PathBuf {
     let bin = dir.join(name);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
         .args(["-O2", "-pthread", "-Wall", "-o"])
         .arg(&bin)
         .arg(format!("{PROGRAMS}/{name}.c"))
+        .args(libs)
         .status()
         .unwrap_or_else(|e| panic!("{cc} (a C compiler, installed by scripts/setup.sh): {e}"));
     assert!(status.success(), "compiling {name}.c");

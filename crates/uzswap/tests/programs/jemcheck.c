@@ -1,0 +1,86 @@
+/* uzswap test program, linked with jemalloc (-l:libjemalloc.so.2): the
+ * standard calls and jemalloc's extended API (mallocx, rallocx, xallocx,
+ * sallocx, dallocx, sdallocx, nallocx) on small and large blocks, mixed
+ * (a malloc block freed with sdallocx, a mallocx block freed with free),
+ * then MIB MiB of large mallocx blocks written, read back and freed.
+ * Prints "jemcheck: ok" or the first difference (exit 1).
+ * Usage: jemcheck MIB */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* jemalloc's extended API (no header needed: libjemalloc-dev is not). */
+void *mallocx(size_t size, int flags);
+void *rallocx(void *ptr, size_t size, int flags);
+size_t xallocx(void *ptr, size_t size, size_t extra, int flags);
+size_t sallocx(const void *ptr, int flags);
+void dallocx(void *ptr, int flags);
+void sdallocx(void *ptr, size_t size, int flags);
+size_t nallocx(size_t size, int flags);
+size_t malloc_usable_size(void *ptr);
+#define MALLOCX_LG_ALIGN(la) ((int)(la))
+#define MALLOCX_ZERO ((int)0x40)
+
+static int fails;
+#define CHECK(c, ...) do { if (!(c)) { printf("jemcheck: " __VA_ARGS__); printf("\n"); fails++; } } while (0)
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 13);
+}
+static int same(const unsigned char *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)(seed + i * 13)) return 0;
+    return 1;
+}
+static int zero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
+    size_t sizes[] = {100, 5000, 200 << 10, 3 << 20};
+    for (int k = 0; k < 4; k++) {
+        size_t n = sizes[k];
+        /* malloc, then jemalloc's calls on it. */
+        unsigned char *a = malloc(n);
+        CHECK(a && malloc_usable_size(a) >= n && sallocx(a, 0) >= n, "malloc %zu", n);
+        fill(a, n, k);
+        CHECK(xallocx(a, n, 0, 0) >= n, "xallocx %zu", n);
+        a = rallocx(a, 2 * n, MALLOCX_ZERO);
+        CHECK(a && same(a, n, k) && zero(a + n, n), "rallocx zero %zu", n);
+        sdallocx(a, 2 * n, 0);
+        /* mallocx, then the standard calls on it. */
+        unsigned char *b = mallocx(n, MALLOCX_ZERO);
+        CHECK(b && zero(b, n) && malloc_usable_size(b) >= n, "mallocx zero %zu", n);
+        fill(b, n, k + 1);
+        b = realloc(b, 3 * n);
+        CHECK(b && same(b, n, k + 1), "realloc of mallocx %zu", n);
+        free(b);
+        /* Aligned. */
+        unsigned char *c = mallocx(n, MALLOCX_LG_ALIGN(12));
+        CHECK(c && ((uintptr_t)c & 4095) == 0, "mallocx aligned %zu", n);
+        fill(c, n, k + 2);
+        c = rallocx(c, n + 4096, MALLOCX_LG_ALIGN(12));
+        CHECK(c && ((uintptr_t)c & 4095) == 0 && same(c, n, k + 2), "rallocx aligned %zu", n);
+        dallocx(c, 0);
+        CHECK(nallocx(n, 0) >= n, "nallocx %zu", n);
+    }
+    /* Many large blocks, far past the limit. */
+    size_t nb = mib * 4;
+    unsigned char **blk = malloc(nb * sizeof *blk);
+    for (size_t i = 0; i < nb; i++) {
+        blk[i] = mallocx(256 << 10, 0);
+        if (!blk[i]) { printf("jemcheck: mallocx %zu\n", i); return 1; }
+        fill(blk[i], 256 << 10, (unsigned)i);
+    }
+    for (size_t i = 0; i < nb; i++) {
+        CHECK(same(blk[i], 256 << 10, (unsigned)i), "block %zu", i);
+        if (i % 2) sdallocx(blk[i], 256 << 10, 0); else dallocx(blk[i], 0);
+    }
+    free(blk);
+    if (!fails) printf("jemcheck: ok\n");
+    return fails != 0;
+}

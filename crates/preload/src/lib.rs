@@ -31,9 +31,11 @@
 //! - jemalloc's extended API (`mallocx`, `rallocx`, `sdallocx`, …) is
 //!   served by the same hooks, so no block reaches the other allocator
 //!   (`jemalloc_api.rs`).
-//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default): allocations below `UZSWAP_MIN_ALLOC` come from
-//!   mimalloc managing one growing region (`small_heap.rs`), so a
-//!   program made of small objects (sqlite, redis) is paged too.
+//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default):
+//!   allocations below `UZSWAP_MIN_ALLOC` come from mimalloc managing
+//!   one growing region (`small_heap.rs`), so a program made of small
+//!   objects (sqlite, redis) is paged too, as root and under the syscall
+//!   guard alike.
 //! - Anything else a program does to a region's range (`munmap` of part,
 //!   `mremap`, `mprotect` to other than read-write, discarding `madvise`,
 //!   `MAP_FIXED` over it) first turns the region into plain memory (every

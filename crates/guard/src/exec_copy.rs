@@ -414,7 +414,8 @@ mod tests {
                 return false;
             };
             let (a_base, b_base) = (a.base, b.base);
-            let claimed = a_base != b_base && sa.owner.load(Ordering::Relaxed) != 0;
+            let claimed =
+                a_base != b_base && !std::ptr::eq(sa, sb) && sa.owner.load(Ordering::Relaxed) != 0;
             release(a);
             let freed = sa.owner.load(Ordering::Relaxed) == 0;
             release(b);

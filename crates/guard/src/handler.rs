@@ -286,21 +286,21 @@ impl ProcMem {
         self.pid.get() as u64
     }
 
-    fn fill(&self, addr: usize) -> bool {
-        let local = Iovec {
-            base: self.buf.get() as usize,
-            len: 256,
-        };
-        let remote = Iovec {
-            base: addr,
-            len: 256,
-        };
-        // SAFETY: process_vm_readv writes at most 256 bytes into `buf`,
-        // which this (non-Sync, single-frame) reader owns; `remote` is only
-        // read by the kernel through its own checked accessors.
-        let n = unsafe {
+    /// One `process_vm_readv` (`nr`) or `process_vm_writev` of `len` bytes
+    /// between our `local` buffer and the program's `remote` address, both
+    /// through the kernel's checked accessors. Returns the kernel's result.
+    ///
+    /// # Safety
+    /// `[local, local + len)` is a buffer of ours the kernel may write (a
+    /// read) or read (a write).
+    unsafe fn vm_rw(&self, nr: i64, local: usize, remote: usize, len: usize) -> isize {
+        let local = Iovec { base: local, len };
+        let remote = Iovec { base: remote, len };
+        // SAFETY: the caller's guarantee for `local`; `remote` is only
+        // touched by the kernel's checked accessors.
+        unsafe {
             syscall6(
-                nr::PROCESS_VM_READV,
+                nr,
                 [
                     self.pid(),
                     &local as *const Iovec as u64,
@@ -310,7 +310,13 @@ impl ProcMem {
                     0,
                 ],
             )
-        };
+        }
+    }
+
+    fn fill(&self, addr: usize) -> bool {
+        // SAFETY: process_vm_readv writes at most 256 bytes into `buf`,
+        // which this (non-Sync, single-frame) reader owns.
+        let n = unsafe { self.vm_rw(nr::PROCESS_VM_READV, self.buf.get() as usize, addr, 256) };
         if n > 0 {
             self.base.set(addr);
             self.len.set(n as usize);
@@ -357,28 +363,14 @@ impl ProcMem {
             return true;
         }
         if !self.direct.get() {
-            let local = Iovec {
-                base: dst.as_mut_ptr() as usize,
-                len: dst.len(),
-            };
-            let remote = Iovec {
-                base: addr,
-                len: dst.len(),
-            };
             // SAFETY: the kernel writes at most `dst.len()` bytes into `dst`,
-            // which we borrow mutably; `remote` is read through its checked
-            // accessors.
+            // which we borrow mutably.
             let n = unsafe {
-                syscall6(
+                self.vm_rw(
                     nr::PROCESS_VM_READV,
-                    [
-                        self.pid(),
-                        &local as *const Iovec as u64,
-                        1,
-                        &remote as *const Iovec as u64,
-                        1,
-                        0,
-                    ],
+                    dst.as_mut_ptr() as usize,
+                    addr,
+                    dst.len(),
                 )
             };
             if n != -(libc::EPERM as isize) && n != -(libc::ENOSYS as isize) {
@@ -398,27 +390,13 @@ impl ProcMem {
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
             return true;
         }
-        let local = Iovec {
-            base: bytes.as_ptr() as usize,
-            len: bytes.len(),
-        };
-        let remote = Iovec {
-            base: addr,
-            len: bytes.len(),
-        };
-        // SAFETY: the kernel reads `bytes` and writes the program's memory
-        // through its checked accessors.
+        // SAFETY: the kernel only reads `bytes`.
         let n = unsafe {
-            syscall6(
+            self.vm_rw(
                 nr::PROCESS_VM_WRITEV,
-                [
-                    self.pid(),
-                    &local as *const Iovec as u64,
-                    1,
-                    &remote as *const Iovec as u64,
-                    1,
-                    0,
-                ],
+                bytes.as_ptr() as usize,
+                addr,
+                bytes.len(),
             )
         };
         if n == -(libc::EPERM as isize) || n == -(libc::ENOSYS as isize) {

@@ -46,6 +46,31 @@ fn run(args: &[&str], cmd: &[&str], name: &str) -> (Output, RunReport) {
     (out, report)
 }
 
+/// Runs a copy of `bin` as user nobody under `uzswap run ARGS` (a copy of
+/// uzswap too, in a fresh folder `name` nobody can write, given to the
+/// program as its one argument); returns its output and counters.
+fn run_as_nobody(bin: &std::path::Path, args: &[&str], name: &str) -> (Output, RunReport) {
+    let nobody = tempdir(name);
+    let prog = nobody.join(bin.file_name().unwrap());
+    std::fs::copy(bin, &prog).unwrap();
+    let uz = uzswap_for_any_user(&nobody, &[&prog]);
+    let stats = nobody.join("stats");
+    let out = as_nobody(&uz)
+        .arg("run")
+        .args(args)
+        .arg("--swapfile-dir")
+        .arg(&nobody)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--")
+        .arg(&prog)
+        .arg(&nobody)
+        .env("TMPDIR", &nobody)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    (out, run_report(&stats))
+}
+
 /// The program succeeded, said so, and its memory really went through the
 /// store: more pages evicted than the limit holds, and swapped back in.
 fn assert_paged(out: &Output, f: &RunReport, ok_line: &str, limit_pages: u64) {
@@ -437,23 +462,7 @@ fn reservations_committed_by_map_fixed_and_mprotect_are_paged() {
     if unsafe { libc::geteuid() } != 0 {
         return;
     }
-    let nobody = tempdir("reserve-nobody");
-    let prog = nobody.join("reservecheck");
-    std::fs::copy(&bin, &prog).unwrap();
-    let uz = uzswap_for_any_user(&nobody, &[&prog]);
-    let stats = nobody.join("stats");
-    let out = as_nobody(&uz)
-        .args(["run", "--limit", "8M", "--swapfile-dir"])
-        .arg(&nobody)
-        .arg("--stats-out")
-        .arg(&stats)
-        .arg("--")
-        .arg(&prog)
-        .arg(&nobody)
-        .env("TMPDIR", &nobody)
-        .output()
-        .expect("setpriv (util-linux) runs");
-    let f = run_report(&stats);
+    let (out, f) = run_as_nobody(&bin, &["--limit", "8M"], "reserve-nobody");
     assert_paged(&out, &f, "reservecheck: ok", 2048);
     assert_eq!(f.total.program.reservations, 1, "{f:?}");
 }
@@ -532,23 +541,12 @@ fn spawned_children_get_argv_and_env_from_evicted_heap_pages() {
     );
     check(&out, &f, true);
     if root {
-        let nobody = tempdir("spawnheap-nobody");
-        let prog = nobody.join("spawnheap");
-        std::fs::copy(&bin, &prog).unwrap();
-        let uz = uzswap_for_any_user(&nobody, &[&prog]);
-        let stats = nobody.join("stats");
-        let out = as_nobody(&uz)
-            .args(["run", "--small-objects", "--limit", "8M", "--swapfile-dir"])
-            .arg(&nobody)
-            .arg("--stats-out")
-            .arg(&stats)
-            .arg("--")
-            .arg(&prog)
-            .arg(&nobody)
-            .env("TMPDIR", &nobody)
-            .output()
-            .expect("setpriv (util-linux) runs");
-        check(&out, &run_report(&stats), true);
+        let (out, f) = run_as_nobody(
+            &bin,
+            &["--small-objects", "--limit", "8M"],
+            "spawnheap-nobody",
+        );
+        check(&out, &f, true);
     }
 }
 

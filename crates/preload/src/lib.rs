@@ -27,7 +27,8 @@
 //!   out of it for good, and `MAP_FIXED_NOREPLACE` over free room finds it
 //!   free, as without uzswap.
 //!   Not covered: glibc's per-thread malloc arenas (glibc maps and
-//!   `mprotect`s them internally, past any interposition).
+//!   `mprotect`s them internally, past any interposition); with small
+//!   objects on, no allocation of the program reaches them.
 //! - jemalloc's extended API (`mallocx`, `rallocx`, `sdallocx`, …) is
 //!   served by the same hooks, so no block reaches the other allocator
 //!   (`jemalloc_api.rs`).

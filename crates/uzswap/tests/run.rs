@@ -467,6 +467,19 @@ fn reservations_committed_by_map_fixed_and_mprotect_are_paged() {
     assert_eq!(f.total.program.reservations, 1, "{f:?}");
 }
 
+/// `--small-objects --limit 8M` with the kernel's faults handled (as root)
+/// and under the syscall guard (`--user-mode-only`; as any user).
+fn small_objects_under_8m() -> Vec<&'static [&'static str]> {
+    let guarded: &[&str] = &["--small-objects", "--limit", "8M", "--user-mode-only"];
+    let kernel: &[&str] = &["--small-objects", "--limit", "8M"];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        vec![kernel, guarded]
+    } else {
+        vec![guarded]
+    }
+}
+
 /// `--small-objects`: a program of small objects only (malloc, calloc,
 /// posix_memalign, realloc within and past `--min-alloc`, a fork whose
 /// child checks and reallocates, `read(2)` into small buffers) is paged,
@@ -475,15 +488,7 @@ fn reservations_committed_by_map_fixed_and_mprotect_are_paged() {
 fn small_objects_are_paged_and_read_back() {
     let dir = tempdir("smallobj");
     let bin = compile_c("smallobj", &dir);
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let guarded: &[&str] = &["--small-objects", "--limit", "8M", "--user-mode-only"];
-    let kernel: &[&str] = &["--small-objects", "--limit", "8M"];
-    for args in if root {
-        vec![kernel, guarded]
-    } else {
-        vec![guarded]
-    } {
+    for args in small_objects_under_8m() {
         let (out, f) = run(args, &[bin.to_str().unwrap()], "smallobj");
         assert_paged(&out, &f, "smallobj: ok", 2048);
         assert!(
@@ -502,15 +507,7 @@ fn small_objects_are_paged_and_read_back() {
 fn small_objects_of_many_threads_are_paged_not_left_in_glibc_arenas() {
     let dir = tempdir("smallthreads");
     let bin = compile_c("smallthreads", &dir);
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let guarded: &[&str] = &["--small-objects", "--limit", "8M", "--user-mode-only"];
-    let kernel: &[&str] = &["--small-objects", "--limit", "8M"];
-    for args in if root {
-        vec![kernel, guarded]
-    } else {
-        vec![guarded]
-    } {
+    for args in small_objects_under_8m() {
         let (out, f) = run(args, &[bin.to_str().unwrap()], "smallthreads");
         assert_paged(&out, &f, "smallthreads: ok", 2048);
         assert!(f.total.program.small_heap_bytes > 0, "{args:?} {f:?}");

@@ -239,50 +239,47 @@ impl Writer<'_> {
             return Ok(0);
         }
         self.at = self.at.next_multiple_of(8);
-        let start = self.at;
-        let mut src = arr as usize;
-        loop {
-            if self.at + 8 > self.end {
-                return Err(libc::E2BIG);
-            }
-            let mut word = [0u8; 8];
-            if !pinned_read(self.st, self.mem, src, &mut word) {
-                return Err(libc::EFAULT);
-            }
-            // SAFETY: [at, at + 8) lies in the scratch (checked above).
-            unsafe { (self.at as *mut [u8; 8]).write(word) };
-            self.at += 8;
-            src = src.checked_add(8).ok_or(libc::EFAULT)?;
-            if u64::from_ne_bytes(word) == 0 {
-                return Ok(start as u64);
-            }
-        }
+        Ok(self.terminated(arr as usize, usize::MAX, 8)? as u64)
     }
 
-    /// Copies the string at `src` (at most `max` bytes with its NUL), a page
-    /// at a time; returns where the copy starts.
+    /// Copies the string at `src` (at most `max` bytes with its NUL);
+    /// returns where the copy starts.
     fn string(&mut self, src: usize, max: usize) -> Result<usize, i32> {
+        self.terminated(src, max, 1)
+    }
+
+    /// Copies what `src` points to up to and with its terminator, the
+    /// first all-zero element of `unit` bytes (a string's NUL, an array's
+    /// `NULL`), at most `max` bytes, a page at a time (each page pinned
+    /// only while it is read); returns where the copy starts.
+    fn terminated(&mut self, src: usize, max: usize, unit: usize) -> Result<usize, i32> {
         let start = self.at;
-        let mut from = src;
+        // Bytes of the copy already searched for the terminator.
+        let mut searched = 0;
         loop {
-            let chunk = PAGE - from % PAGE;
-            let room = self.end - self.at;
             let copied = self.at - start;
+            let room = self.end - self.at;
             if room == 0 || copied >= max {
                 return Err(libc::E2BIG);
             }
-            let n = chunk.min(room).min(max - copied);
+            let from = src.checked_add(copied).ok_or(libc::EFAULT)?;
+            let n = (PAGE - from % PAGE).min(room).min(max - copied);
             // SAFETY: [at, at + n) lies in the scratch, which this call owns.
             let dst = unsafe { std::slice::from_raw_parts_mut(self.at as *mut u8, n) };
             if !pinned_read(self.st, self.mem, from, dst) {
                 return Err(libc::EFAULT);
             }
-            if let Some(nul) = dst.iter().position(|&b| b == 0) {
-                self.at += nul + 1;
-                return Ok(start);
-            }
             self.at += n;
-            from = from.checked_add(n).ok_or(libc::EFAULT)?;
+            // SAFETY: [start, at) was written by this call just now.
+            let copy = unsafe { std::slice::from_raw_parts(start as *const u8, self.at - start) };
+            // An element cut by the page end is searched once complete.
+            while let Some(element) = copy.get(searched..searched + unit) {
+                searched += unit;
+                if element.iter().all(|&b| b == 0) {
+                    self.at = start + searched;
+                    return Ok(start);
+                }
+            }
         }
     }
 }
@@ -369,6 +366,27 @@ mod tests {
         assert_eq!(strings(a), vec![long.clone(), b"-x".to_vec()]);
         assert_eq!(strings(e), vec![b"HOME=/root".to_vec(), b"V=1".to_vec()]);
         assert!(pinner.pin_calls() > 0);
+        assert!(pinner.all_released());
+        // SAFETY: the test's own mapping.
+        unsafe { syscall6(nr::MUNMAP, [scratch as u64, SCRATCH as u64, 0, 0, 0, 0]) };
+    }
+
+    #[test]
+    fn an_unaligned_array_whose_entries_cross_a_page_end_is_copied_whole() {
+        let mem = arena(4);
+        let lo = mem.as_ptr() as usize;
+        let (st, pinner) = state(lo, 4);
+        let path = put(mem, 0, b"/bin/true");
+        let a0 = put(mem, 3 * PAGE, b"first");
+        let a1 = put(mem, 3 * PAGE + 100, b"second");
+        // Entries at PAGE - 12 (whole), PAGE - 4 (cut by the page end) and
+        // the NULL at PAGE + 4.
+        let argv = put_ptrs(mem, PAGE - 12, &[a0, a1]);
+        let scratch = map_scratch().unwrap();
+        let m = ProcMem::new();
+        let (_, a, _) = copy_all(st, &m, scratch, path, argv, 0).unwrap();
+        assert_eq!(a % 8, 0);
+        assert_eq!(strings(a), vec![b"first".to_vec(), b"second".to_vec()]);
         assert!(pinner.all_released());
         // SAFETY: the test's own mapping.
         unsafe { syscall6(nr::MUNMAP, [scratch as u64, SCRATCH as u64, 0, 0, 0, 0]) };

@@ -27,16 +27,15 @@ const LG_ALIGN_MASK: c_int = 0x3f;
 /// `MALLOCX_ZERO`.
 const ZERO: c_int = 0x40;
 
-/// The alignment `flags` ask for (16: none).
+/// The alignment `flags` ask for (16: none); `lg` is at most 63.
 fn align_of(flags: c_int) -> usize {
-    let lg = (flags & LG_ALIGN_MASK) as u32;
-    1usize.checked_shl(lg).unwrap_or(0).max(16)
+    (1usize << (flags & LG_ALIGN_MASK)).max(16)
 }
 
 /// A fresh block as `flags` ask.
 fn alloc(size: usize, flags: c_int) -> *mut c_void {
     let align = align_of(flags);
-    if align == 0 || size == 0 {
+    if size == 0 {
         return std::ptr::null_mut();
     }
     let zero = flags & ZERO != 0;
@@ -142,10 +141,9 @@ pub unsafe extern "C" fn sdallocx(ptr: *mut c_void, _size: size_t, _flags: c_int
 #[no_mangle]
 pub extern "C" fn nallocx(size: size_t, flags: c_int) -> size_t {
     no_unwind("nallocx", || {
-        let align = align_of(flags);
-        if align == 0 || size == 0 {
+        if size == 0 {
             return 0;
         }
-        size.checked_next_multiple_of(align).unwrap_or(0)
+        size.checked_next_multiple_of(align_of(flags)).unwrap_or(0)
     })
 }

@@ -196,7 +196,7 @@ impl guard::Pinner for RuntimePinner {
     }
 
     fn in_vfork_child(&self) -> bool {
-        started().is_some() && !owns_runtime() && shares_runtime()
+        started().is_some() && shares_runtime()
     }
 }
 

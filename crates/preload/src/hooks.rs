@@ -1,7 +1,10 @@
 //! The exported C functions that stand in for glibc's. Each decides whether
-//! the call concerns a region and otherwise passes it on unchanged.
+//! the call concerns a region (or the small-object heap) and otherwise
+//! passes it on unchanged: allocations to the program's own allocator
+//! (`next_alloc.rs`), the rest to glibc or the kernel.
 
 use crate::libc_alloc as sys;
+use crate::next_alloc as next;
 use crate::preload::{self, no_unwind, Freed, Kind};
 use crate::small_heap;
 use libc::{c_int, c_void, off_t, size_t};
@@ -24,7 +27,7 @@ pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
     no_unwind("malloc", || {
         region_or_null(size, 16)
             .or_else(|| small_heap::alloc(size, 16, false))
-            .unwrap_or_else(|| sys::malloc(size))
+            .unwrap_or_else(|| next::malloc(size))
     })
 }
 
@@ -39,7 +42,7 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
         };
         region_or_null(total, 16)
             .or_else(|| small_heap::alloc(total, 16, true))
-            .unwrap_or_else(|| sys::calloc(n, size))
+            .unwrap_or_else(|| next::calloc(n, size))
     })
 }
 
@@ -58,8 +61,9 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
             return;
         }
         if preload::free(ptr as usize) == Freed::NotOurs {
-            // SAFETY: not a region pointer, so glibc's (the caller's guarantee).
-            unsafe { sys::free(ptr) }
+            // SAFETY: not a region or small-heap pointer, so the next
+            // allocator's (the caller's guarantee).
+            unsafe { next::free(ptr) }
         }
     })
 }
@@ -90,21 +94,23 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
             Some(usable) => usable,
             None => {
                 if let Some(new) = moved_region(size) {
-                    // A glibc block grown past the threshold moves to a region.
-                    // SAFETY: `ptr` is glibc's; the new region holds `size` bytes.
+                    // A block of the next allocator grown past the threshold
+                    // moves to a region.
+                    // SAFETY: `ptr` is the next allocator's; the new region
+                    // holds `size` bytes.
                     unsafe {
-                        let old = sys::usable_size(ptr);
+                        let old = next::usable_size(ptr);
                         std::ptr::copy_nonoverlapping(
                             ptr as *const u8,
                             new as *mut u8,
                             old.min(size),
                         );
-                        sys::free(ptr);
+                        next::free(ptr);
                     }
                     return new;
                 }
-                // SAFETY: glibc's block (the caller's guarantee).
-                return unsafe { sys::realloc(ptr, size) };
+                // SAFETY: the next allocator's block (the caller's guarantee).
+                return unsafe { next::realloc(ptr, size) };
             }
         };
         let new = if size > old_usable {
@@ -132,7 +138,7 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
 
 /// `realloc` of a block of the small-object heap: in place or within the
 /// heap while it stays small, else moved (to a region if it has grown
-/// past `--min-alloc`, to glibc if the heap is full).
+/// past `--min-alloc`, to the next allocator if the heap is full).
 ///
 /// # Safety
 /// `ptr` is a live block of the small-object heap.
@@ -145,9 +151,9 @@ unsafe fn realloc_small(ptr: *mut c_void, size: usize) -> *mut c_void {
         }
     }
     let new = if small {
-        sys::malloc(size)
+        next::malloc(size)
     } else {
-        moved_region(size).unwrap_or_else(|| sys::malloc(size))
+        moved_region(size).unwrap_or_else(|| next::malloc(size))
     };
     if !new.is_null() {
         // SAFETY: the old block holds `usable` bytes, the new one `size`;
@@ -187,7 +193,7 @@ pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, n: size_t, size: size_t)
 pub(crate) fn aligned(align: usize, size: usize) -> *mut c_void {
     region_or_null(size, align)
         .or_else(|| small_heap::alloc(size, align, false))
-        .unwrap_or_else(|| sys::memalign(align, size))
+        .unwrap_or_else(|| next::memalign(align, size))
 }
 
 /// # Safety
@@ -264,8 +270,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> size_t {
         }
         match preload::usable_size(ptr as usize) {
             Some(n) => n,
-            // SAFETY: glibc's block (the caller's guarantee).
-            None => unsafe { sys::usable_size(ptr) },
+            // SAFETY: the next allocator's block (the caller's guarantee).
+            None => unsafe { next::usable_size(ptr) },
         }
     })
 }
@@ -490,10 +496,13 @@ fn next_sigmask(slot: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) ->
     }
 }
 
-/// `set` without SIGSYS where the syscall guard is still to go in: a
-/// thread blocking SIGSYS when the guard is installed (at the first region)
-/// would die at its first trap. Once in, the guard itself keeps SIGSYS
-/// unblocked (it traps `rt_sigprocmask`).
+/// `set` without SIGSYS where the syscall guard is used: a thread blocking
+/// SIGSYS when the guard is installed (at the first region) would die at
+/// its first trap, and so would one that blocks it later. The guard's own
+/// filter traps `rt_sigprocmask` only in its `IndirectPolicy` scope, not
+/// the C library's call inside `pthread_sigmask`: jemalloc's background
+/// threads, which block every signal, died at their first trapped call
+/// (an allocation of theirs reaching these hooks).
 ///
 /// # Safety
 /// `set` is null or points to a sigset.
@@ -502,7 +511,7 @@ unsafe fn sigsys_kept(
     set: *const libc::sigset_t,
     copy: &mut libc::sigset_t,
 ) -> *const libc::sigset_t {
-    if set.is_null() || how == libc::SIG_UNBLOCK || !preload::guard_pending() {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !preload::guard_used() {
         return set;
     }
     // SAFETY: the caller's guarantee; `copy` is ours.

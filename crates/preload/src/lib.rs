@@ -73,6 +73,7 @@ mod guarded_io;
 mod hooks;
 mod jemalloc_api;
 mod libc_alloc;
+mod next_alloc;
 mod preload;
 mod small_heap;
 mod stats;

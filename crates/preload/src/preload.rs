@@ -208,6 +208,8 @@ static GUARD_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// The guard could not be installed (a thread of the program blocks
 /// SIGSYS): no region is made, the program's memory stays plain.
 static GUARD_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The syscall guard is to go in, or is in (user-mode faults).
+static GUARD_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Where the userfaultfd can only handle the program's own faults (no
 /// root, `vm.unprivileged_userfaultfd=0`), the kernel cannot fault region
@@ -225,6 +227,7 @@ fn decide_guard(s: &Settings) {
     match runtime::probe_userfaultfd(s.user_mode_only) {
         Ok(runtime::FaultMode::KernelFaults) => {}
         Ok(runtime::FaultMode::UserModeOnly) => {
+            GUARD_USED.store(true, Ordering::Release);
             GUARD_PENDING.store(true, Ordering::Release);
             // SAFETY: PR_GET_SECCOMP takes no pointer; 2 = filter mode.
             let filtered = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } == 2;
@@ -250,9 +253,9 @@ fn guard_ready() -> bool {
     !GUARD_REFUSED.load(Ordering::Acquire)
 }
 
-/// Whether the guard is still to go in (at the first region).
-pub fn guard_pending() -> bool {
-    GUARD_PENDING.load(Ordering::Acquire)
+/// Whether the guard is to go in or is in: SIGSYS must stay unblocked.
+pub fn guard_used() -> bool {
+    GUARD_USED.load(Ordering::Acquire)
 }
 
 fn install_guard() {

@@ -114,7 +114,11 @@ fn syscalls_on_paged_memory_as_an_unprivileged_user() {
 /// seccomp filter (no cost on its system calls). A program whose threads
 /// block every signal before its first region still gets the guard (SIGSYS
 /// is kept out of blocked sets until then), and its read into evicted
-/// memory is right.
+/// memory is right; so is the read of a thread that blocks every signal
+/// once the guard is in. Run by a shell with small objects on, the program
+/// inherits the shell's filter (the guard goes in at load) and must live
+/// through the same (it died of SIGSYS: so did redis-server's jemalloc
+/// background threads).
 #[test]
 fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
     let dir = workdir("sigblock");
@@ -160,5 +164,25 @@ fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
     assert!(f.runtime.evicted_pages > 4096, "{f:?}");
     // The read went through the guard's fast path (the C library's `read`).
     assert!(f.guard.is_some_and(|g| g.guarded_calls > 0), "{f:?}");
+
+    // Exec'd by a guarded shell: the filter is there from the start.
+    let out = Command::new(UZSWAP)
+        .args([
+            "run",
+            "-q",
+            "--user-mode-only",
+            "--small-objects",
+            "--limit",
+            "16M",
+        ])
+        .args(["--", "sh", "-c", "\"$0\" \"$1\""])
+        .arg(&bin)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("before: Seccomp:\t2"), "{stdout}");
+    assert!(stdout.contains("sigblock: ok"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,9 @@
  * standard calls and jemalloc's extended API (mallocx, rallocx, xallocx,
  * sallocx, dallocx, sdallocx, nallocx) on small and large blocks, mixed
  * (a malloc block freed with sdallocx, a mallocx block freed with free),
- * then MIB MiB of large mallocx blocks written, read back and freed.
+ * then MIB MiB of large mallocx blocks written, read back and freed, then
+ * 1000 small mallocs: how many of their bytes jemalloc counted
+ * ("thread.allocated") is printed as "jemcheck: small bytes N".
  * Prints "jemcheck: ok" or the first difference (exit 1).
  * Usage: jemcheck MIB */
 #include <stdint.h>
@@ -19,6 +21,7 @@ void dallocx(void *ptr, int flags);
 void sdallocx(void *ptr, size_t size, int flags);
 size_t nallocx(size_t size, int flags);
 size_t malloc_usable_size(void *ptr);
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 #define MALLOCX_LG_ALIGN(la) ((int)(la))
 #define MALLOCX_ZERO ((int)0x40)
 
@@ -81,6 +84,18 @@ int main(int argc, char **argv) {
         if (i % 2) sdallocx(blk[i], 256 << 10, 0); else dallocx(blk[i], 0);
     }
     free(blk);
+    /* Small blocks: jemalloc's, unless uzswap's small-object heap is on. */
+    uint64_t before = 0, after = 0;
+    size_t len = sizeof before;
+    CHECK(mallctl("thread.allocated", &before, &len, NULL, 0) == 0, "mallctl");
+    void *small[1000];
+    for (int i = 0; i < 1000; i++) small[i] = malloc(100);
+    mallctl("thread.allocated", &after, &len, NULL, 0);
+    for (int i = 0; i < 1000; i++) {
+        CHECK(small[i] && malloc_usable_size(small[i]) >= 100, "small %d", i);
+        free(small[i]);
+    }
+    printf("jemcheck: small bytes %llu\n", (unsigned long long)(after - before));
     if (!fails) printf("jemcheck: ok\n");
     return fails != 0;
 }

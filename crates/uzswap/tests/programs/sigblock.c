@@ -1,7 +1,9 @@
 /* The syscall guard and programs that block signals: the main thread blocks
  * every signal before it starts a helper thread (both then block SIGSYS, as
  * many servers' worker threads do), and only then makes its first large
- * allocation, writes it, reads a file into it and checks every byte.
+ * allocation, writes it, reads a file into it and checks every byte. Then,
+ * with the guard in, a new thread blocks every signal itself (as jemalloc's
+ * background threads do) and reads the file into the evicted buffer again.
  * Prints "sigblock: ok" and the Seccomp line of /proc/self/status before
  * and after the first region. Usage: sigblock FILE */
 #include <fcntl.h>
@@ -25,6 +27,23 @@ static void seccomp_line(const char *when) {
 static void *helper(void *arg) {
     pause();
     return arg;
+}
+
+struct reread {
+    int fd;
+    unsigned char *p;
+    size_t len;
+    ssize_t got;
+};
+
+/* Blocks every signal, SIGSYS included, then reads into the buffer. */
+static void *blocked_reader(void *arg) {
+    struct reread *r = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    r->got = pread(r->fd, r->p, r->len, 0);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -57,6 +76,22 @@ int main(int argc, char **argv) {
             return 1;
         }
     seccomp_line("after");
+    /* Evict the file's bytes again (the rest of the buffer is written). */
+    memset(p, 0, len);
+    for (size_t i = len; i < n; i++) p[i] ^= 0xff;
+    struct reread rr = {fd, p, len, -1};
+    pthread_t b;
+    pthread_create(&b, NULL, blocked_reader, &rr);
+    pthread_join(b, NULL);
+    if (rr.got != (ssize_t)len) {
+        perror("sigblock: pread with every signal blocked");
+        return 1;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != (unsigned char)(i * 13)) {
+            fprintf(stderr, "sigblock: reread byte %zu is %d\n", i, p[i]);
+            return 1;
+        }
     printf("sigblock: ok\n");
     return 0;
 }

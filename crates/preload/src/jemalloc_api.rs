@@ -3,13 +3,14 @@
 //!
 //! Such a program's `malloc`, `free`, `realloc` and `malloc_usable_size`
 //! come to the hooks (this library is loaded first), so its blocks are
-//! regions, small-heap objects or glibc's, never jemalloc's. Its calls of
-//! the extended API, left to jemalloc, would hand jemalloc those blocks
-//! (`sdallocx` of a region: a crash) or hand the hooks jemalloc's
-//! (`free` of a `mallocx` block). So the extended API comes here too and
-//! is served by the same hooks: no block ever reaches the other
-//! allocator. jemalloc keeps only what has no block (`mallctl` and its
-//! statistics, which then count nothing of the program's).
+//! regions, small-heap objects or jemalloc's own (the next allocator,
+//! `next_alloc.rs`). Its calls of the extended API, left to jemalloc,
+//! would hand jemalloc the first two kinds (`sdallocx` of a region: a
+//! crash). So the extended API comes here too and is served by the same
+//! hooks, which pass jemalloc's own blocks back to jemalloc's `free`,
+//! `realloc` and `malloc_usable_size`: no block ever reaches the other
+//! allocator. jemalloc keeps what has no block (`mallctl` and its
+//! statistics, which count its own blocks).
 //!
 //! Flags: `MALLOCX_LG_ALIGN(la)` (low 6 bits) and `MALLOCX_ZERO` are
 //! honoured; `MALLOCX_TCACHE*` and `MALLOCX_ARENA` name jemalloc's own

@@ -2,7 +2,10 @@
 //!
 //! `LD_PRELOAD=libuzswap_preload.so PROGRAM` (what `uzswap run` does) serves
 //! the program's large allocations from [`runtime::Region`]s, paged through
-//! zswap under a resident limit, and passes everything else to glibc:
+//! zswap under a resident limit, and passes everything else on: other
+//! allocations to the program's own allocator (`next_alloc.rs`: jemalloc,
+//! tcmalloc or mimalloc where it links one, glibc's otherwise), other calls
+//! to glibc or the kernel:
 //!
 //! - `malloc`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
 //!   `aligned_alloc`, `memalign`, `valloc`, `pvalloc` of at least
@@ -53,7 +56,9 @@
 //!
 //! 1. The library's own Rust code allocates from glibc directly
 //!    (`__libc_malloc`, the global allocator below), never through the
-//!    hooks.
+//!    hooks. A program block belongs to one allocator for its life: a
+//!    region, the small-object heap, or the program's own allocator
+//!    (`next_alloc.rs`), asked in that order by every hook.
 //! 2. Calls made by the runtime's threads (named `uzswap/*`, a name no
 //!    executable's own can have), or by a hook
 //!    already running on this thread (C libraries inside compression, the

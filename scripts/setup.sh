@@ -39,8 +39,11 @@ ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaV
 [ -x /usr/bin/gcc ] || missing+=(gcc)
 [ -x /usr/bin/sort ] && [ -x /usr/bin/sha256sum ] || missing+=(coreutils)
 [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
-# jemalloc itself: the run tests link a program with it (jemcheck.c).
+# jemalloc, tcmalloc and mimalloc themselves: the run tests link programs
+# with them (jemcheck.c, allocmix.c).
 ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 >/dev/null 2>&1 || missing+=(libjemalloc2)
+ls /usr/lib/*/libtcmalloc_minimal.so.4 >/dev/null 2>&1 || missing+=(libtcmalloc-minimal4)
+ls /usr/lib/*/libmimalloc.so.2 >/dev/null 2>&1 || missing+=(libmimalloc2.0)
 new_redis=false
 if [ ! -x /usr/bin/redis-server ]; then
     missing+=(redis-server)

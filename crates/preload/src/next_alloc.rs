@@ -15,13 +15,18 @@
 //!    blocks the lookup itself asks for (glibc's `dlsym` may allocate) and
 //!    those of other threads that call in meanwhile come from
 //!    [`Bootstrap`], a static bump arena that `free` recognises and
-//!    ignores; another thread waits for the lookup rather than take a
-//!    block from it.
-//! 2. **glibc is called directly.** Where the next `malloc` is glibc's
-//!    (`__libc_malloc`'s address), or the next allocator lacks one of the
-//!    entry points needed (`free`, `calloc`, `realloc`, `posix_memalign`,
-//!    `malloc_usable_size`), or the bootstrap arena ever ran out (its
-//!    overflow went to glibc), glibc is used: the old behaviour.
+//!    ignores (no thread waits for the lookup: it could hold the loader's
+//!    lock, which `dlsym` takes).
+//! 2. **One allocator's six entry points.** `malloc`, `calloc`,
+//!    `realloc`, `free`, `posix_memalign` and `malloc_usable_size` are all
+//!    taken from the object that defines the next `malloc` (`dladdr`), or
+//!    all from glibc (`libc.so.6`, looked up by handle) where the next
+//!    allocator is glibc, lacks one of them, or is not found. Never
+//!    through `__libc_malloc` and friends for the program: mimalloc and
+//!    tcmalloc define those names too, and glibc's `malloc_usable_size` of
+//!    their blocks read garbage (a tcmalloc program hung). A bootstrap
+//!    arena that runs out answers `NULL` (`ENOMEM`), never another
+//!    allocator's block.
 //! 3. **The next allocator's memory is the kernel's.** Its calls run with
 //!    this thread marked inside the runtime ([`preload::force_busy`]), so
 //!    the `mmap`s, `madvise`s and `munmap`s it makes for its own arenas
@@ -35,18 +40,18 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Not looked up yet.
 const UNRESOLVED: u8 = 0;
-/// Being looked up (by the thread in [`RESOLVER`]).
+/// Being looked up.
 const RESOLVING: u8 = 1;
-/// glibc, called directly.
+/// glibc's entry points in [`NEXT`], called directly.
 const GLIBC: u8 = 2;
-/// Another allocator, through [`NEXT`].
+/// Another allocator's entry points in [`NEXT`], called inside the runtime.
 const OTHER: u8 = 3;
+/// No lookup worked: glibc's internal names (`__libc_malloc`, …).
+const FALLBACK: u8 = 4;
 
 static MODE: AtomicU8 = AtomicU8::new(UNRESOLVED);
-/// The thread id (`gettid`) of the lookup, while [`RESOLVING`].
-static RESOLVER: AtomicUsize = AtomicUsize::new(0);
 
-/// The next allocator's entry points, set before [`MODE`] becomes
+/// The allocator's entry points, set before [`MODE`] becomes [`GLIBC`] or
 /// [`OTHER`] (release) and read after it is seen (acquire).
 struct Entries {
     malloc: AtomicUsize,
@@ -66,10 +71,6 @@ static NEXT: Entries = Entries {
     usable_size: AtomicUsize::new(0),
 };
 
-extern "C" {
-    fn __libc_malloc(size: size_t) -> *mut c_void;
-}
-
 type MallocFn = unsafe extern "C" fn(size_t) -> *mut c_void;
 type CallocFn = unsafe extern "C" fn(size_t, size_t) -> *mut c_void;
 type ReallocFn = unsafe extern "C" fn(*mut c_void, size_t) -> *mut c_void;
@@ -77,77 +78,99 @@ type FreeFn = unsafe extern "C" fn(*mut c_void);
 type MemalignFn = unsafe extern "C" fn(*mut *mut c_void, size_t, size_t) -> c_int;
 type UsableFn = unsafe extern "C" fn(*mut c_void) -> size_t;
 
-fn gettid() -> usize {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as usize }
-}
-
-/// The allocator in use: [`GLIBC`] or [`OTHER`], or [`RESOLVING`] for the
-/// thread doing the lookup (whose blocks then come from [`Bootstrap`]).
+/// The allocator in use: [`GLIBC`] or [`OTHER`], or [`RESOLVING`] while
+/// the lookup runs (blocks then come from [`Bootstrap`], for every thread:
+/// one that waited could hold a lock the lookup needs, the loader's).
 fn mode() -> u8 {
     let m = MODE.load(Ordering::Acquire);
-    if m >= GLIBC {
+    if m != UNRESOLVED {
         return m;
     }
     if MODE
         .compare_exchange(UNRESOLVED, RESOLVING, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
+        .is_err()
     {
-        RESOLVER.store(gettid(), Ordering::Release);
-        let found = resolve();
-        MODE.store(found, Ordering::Release);
-        return found;
+        return MODE.load(Ordering::Acquire);
     }
-    if RESOLVER.load(Ordering::Acquire) == gettid() {
-        return RESOLVING;
-    }
-    // Another thread is looking it up: a few symbol lookups.
-    loop {
-        let m = MODE.load(Ordering::Acquire);
-        if m >= GLIBC {
-            return m;
-        }
-        std::thread::yield_now();
-    }
+    let found = resolve();
+    MODE.store(found, Ordering::Release);
+    found
 }
 
-/// Looks the next allocator up; [`GLIBC`] unless all of its entry points
-/// are there and its `malloc` is not glibc's.
+/// Looks the allocator up: the next one's entry points ([`OTHER`]) if
+/// they are all there, all in one object, and not glibc's; else glibc's
+/// ([`GLIBC`]); else [`FALLBACK`].
 fn resolve() -> u8 {
-    let lookup = |name: &std::ffi::CStr| {
+    // SAFETY: dlopen of the C library already loaded (RTLD_NOLOAD: no new
+    // load), with a NUL-terminated name.
+    let libc = unsafe { libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    let in_libc = |name: &std::ffi::CStr| {
+        // SAFETY: a lookup of a NUL-terminated name in a live handle.
+        (!libc.is_null()).then(|| unsafe { libc::dlsym(libc, name.as_ptr()) as usize })
+    };
+    let glibc = entry_points(|name| in_libc(name).unwrap_or(0));
+    let next = entry_points(|name| {
         // SAFETY: a lookup of a NUL-terminated name after this library.
         unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+    });
+    let (found, mode) = match (next, glibc) {
+        (Some(n), g) if g.is_none_or(|g| g[0] != n[0]) && one_object(&n) => (n, OTHER),
+        (_, Some(g)) => (g, GLIBC),
+        _ => return FALLBACK,
     };
-    let malloc = lookup(c"malloc");
-    if malloc == 0 || malloc == __libc_malloc as *const () as usize {
-        return GLIBC;
-    }
-    let entries = [
-        (&NEXT.malloc, malloc),
-        (&NEXT.calloc, lookup(c"calloc")),
-        (&NEXT.realloc, lookup(c"realloc")),
-        (&NEXT.free, lookup(c"free")),
-        (&NEXT.posix_memalign, lookup(c"posix_memalign")),
-        (&NEXT.usable_size, lookup(c"malloc_usable_size")),
+    let slots = [
+        &NEXT.malloc,
+        &NEXT.calloc,
+        &NEXT.realloc,
+        &NEXT.free,
+        &NEXT.posix_memalign,
+        &NEXT.usable_size,
     ];
-    if entries.iter().any(|&(_, f)| f == 0) || BOOTSTRAP.overflowed() {
-        return GLIBC;
-    }
-    for (slot, f) in entries {
+    for (slot, f) in slots.into_iter().zip(found) {
         slot.store(f, Ordering::Relaxed);
     }
-    OTHER
+    mode
 }
 
-/// Runs `f` (a call into the next allocator) with this thread marked
-/// inside the runtime: the allocator's own mappings are the kernel's.
-fn other<T>(f: impl FnOnce() -> T) -> T {
-    let _inside = preload::force_busy();
+/// The six entry points in [`NEXT`]'s order, if `lookup` finds them all.
+fn entry_points(lookup: impl Fn(&std::ffi::CStr) -> usize) -> Option<[usize; 6]> {
+    let names = [
+        c"malloc",
+        c"calloc",
+        c"realloc",
+        c"free",
+        c"posix_memalign",
+        c"malloc_usable_size",
+    ];
+    let found = names.map(lookup);
+    found.iter().all(|&f| f != 0).then_some(found)
+}
+
+/// Whether all of `entries` are defined by one object (an allocator that
+/// lacks one would have it from the next object, glibc).
+fn one_object(entries: &[usize; 6]) -> bool {
+    let base = |f: usize| {
+        // SAFETY: all-zero is a valid Dl_info (null pointers).
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: dladdr reads the address and writes `info`.
+        let ok = unsafe { libc::dladdr(f as *const c_void, &mut info) } != 0;
+        ok.then_some(info.dli_fbase as usize)
+    };
+    let first = base(entries[0]);
+    first.is_some() && entries.iter().all(|&f| base(f) == first)
+}
+
+/// Runs `f` (a call into the allocator of `mode`): inside the runtime for
+/// another allocator, so that its own mappings are the kernel's (glibc
+/// makes its system calls directly).
+fn call<T>(mode: u8, f: impl FnOnce() -> T) -> T {
+    let _inside = (mode == OTHER).then(preload::force_busy);
     f()
 }
 
 /// # Safety
-/// `slot` holds a non-null function of type `F` ([`MODE`] is [`OTHER`]).
+/// `slot` holds a non-null function of type `F` ([`MODE`] is [`GLIBC`] or
+/// [`OTHER`]).
 unsafe fn entry<F: Copy>(slot: &AtomicUsize) -> F {
     let f = slot.load(Ordering::Relaxed);
     debug_assert!(f != 0 && std::mem::size_of::<F>() == std::mem::size_of::<usize>());
@@ -157,22 +180,22 @@ unsafe fn entry<F: Copy>(slot: &AtomicUsize) -> F {
 
 pub fn malloc(size: usize) -> *mut c_void {
     match mode() {
-        GLIBC => sys::malloc(size),
-        // SAFETY: OTHER: the slot holds the next allocator's malloc.
-        OTHER => other(|| unsafe { entry::<MallocFn>(&NEXT.malloc)(size) }),
-        _ => BOOTSTRAP.alloc(size, 16),
+        RESOLVING => BOOTSTRAP.alloc(size, 16),
+        FALLBACK => sys::malloc(size),
+        // SAFETY: GLIBC or OTHER: the slot holds that allocator's malloc.
+        m => call(m, || unsafe { entry::<MallocFn>(&NEXT.malloc)(size) }),
     }
 }
 
 pub fn calloc(n: usize, size: usize) -> *mut c_void {
     match mode() {
-        GLIBC => sys::calloc(n, size),
-        // SAFETY: as in `malloc`.
-        OTHER => other(|| unsafe { entry::<CallocFn>(&NEXT.calloc)(n, size) }),
         // The arena is never reused: its bytes are still zero.
-        _ => n
+        RESOLVING => n
             .checked_mul(size)
             .map_or(std::ptr::null_mut(), |total| BOOTSTRAP.alloc(total, 16)),
+        FALLBACK => sys::calloc(n, size),
+        // SAFETY: as in `malloc`.
+        m => call(m, || unsafe { entry::<CallocFn>(&NEXT.calloc)(n, size) }),
     }
 }
 
@@ -181,8 +204,9 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
     // posix_memalign wants at least a pointer's alignment; malloc gives 16.
     let align = align.max(16);
     match mode() {
-        GLIBC => sys::memalign(align, size),
-        OTHER => other(|| {
+        RESOLVING => BOOTSTRAP.alloc(size, align),
+        FALLBACK => sys::memalign(align, size),
+        m => call(m, || {
             let mut p = std::ptr::null_mut();
             // SAFETY: as in `malloc`; `p` is writable.
             let rc = unsafe { entry::<MemalignFn>(&NEXT.posix_memalign)(&mut p, align, size) };
@@ -192,7 +216,6 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
                 std::ptr::null_mut()
             }
         }),
-        _ => BOOTSTRAP.alloc(size, align),
     }
 }
 
@@ -203,12 +226,13 @@ pub unsafe fn free(ptr: *mut c_void) {
         return;
     }
     match mode() {
+        // Before the lookup ends no block of the allocator exists, so this
+        // pointer was not handed out by the hooks: leave it.
+        RESOLVING => {}
         // SAFETY: the caller's guarantee.
-        GLIBC => unsafe { sys::free(ptr) },
+        FALLBACK => unsafe { sys::free(ptr) },
         // SAFETY: as in `malloc`, and the caller's guarantee.
-        OTHER => other(|| unsafe { entry::<FreeFn>(&NEXT.free)(ptr) }),
-        // The lookup frees only its own blocks, all bootstrap ones.
-        _ => {}
+        m => call(m, || unsafe { entry::<FreeFn>(&NEXT.free)(ptr) }),
     }
 }
 
@@ -220,11 +244,11 @@ pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
         return unsafe { BOOTSTRAP.usable_size(ptr) };
     }
     match mode() {
+        RESOLVING => 0,
         // SAFETY: the caller's guarantee.
-        GLIBC => unsafe { sys::usable_size(ptr) },
+        FALLBACK => unsafe { sys::usable_size(ptr) },
         // SAFETY: as in `malloc`, and the caller's guarantee.
-        OTHER => other(|| unsafe { entry::<UsableFn>(&NEXT.usable_size)(ptr) }),
-        _ => 0,
+        m => call(m, || unsafe { entry::<UsableFn>(&NEXT.usable_size)(ptr) }),
     }
 }
 
@@ -244,16 +268,19 @@ pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         return new;
     }
     match mode() {
+        RESOLVING => std::ptr::null_mut(),
         // SAFETY: the caller's guarantee.
-        GLIBC => unsafe { sys::realloc(ptr, size) },
+        FALLBACK => unsafe { sys::realloc(ptr, size) },
         // SAFETY: as in `malloc`, and the caller's guarantee.
-        OTHER => other(|| unsafe { entry::<ReallocFn>(&NEXT.realloc)(ptr, size) }),
-        _ => std::ptr::null_mut(),
+        m => call(m, || unsafe {
+            entry::<ReallocFn>(&NEXT.realloc)(ptr, size)
+        }),
     }
 }
 
-/// Bytes of the bootstrap arena: the lookup's few blocks.
-const BOOTSTRAP_BYTES: usize = 64 << 10;
+/// Bytes of the bootstrap arena: the lookup's few blocks (untouched
+/// bytes cost no memory).
+const BOOTSTRAP_BYTES: usize = 256 << 10;
 /// Each block starts with its size in a 16-byte header.
 const HEADER: usize = 16;
 
@@ -264,8 +291,6 @@ struct Bootstrap {
     bytes: UnsafeCell<[u8; BOOTSTRAP_BYTES]>,
     /// Offset of the first free byte.
     next: AtomicUsize,
-    /// A block did not fit and came from glibc instead.
-    overflow: AtomicU8,
 }
 
 // SAFETY: blocks are carved out with an atomic bump of `next`, so no two
@@ -275,7 +300,6 @@ unsafe impl Sync for Bootstrap {}
 static BOOTSTRAP: Bootstrap = Bootstrap {
     bytes: UnsafeCell::new([0; BOOTSTRAP_BYTES]),
     next: AtomicUsize::new(0),
-    overflow: AtomicU8::new(0),
 };
 
 impl Bootstrap {
@@ -287,10 +311,6 @@ impl Bootstrap {
         (self.base()..self.base() + BOOTSTRAP_BYTES).contains(&(ptr as usize))
     }
 
-    fn overflowed(&self) -> bool {
-        self.overflow.load(Ordering::Acquire) != 0
-    }
-
     /// `align` is a power of two.
     fn alloc(&self, size: usize, align: usize) -> *mut c_void {
         let align = align.max(HEADER);
@@ -299,8 +319,9 @@ impl Bootstrap {
             let start = (self.base() + cur + HEADER).next_multiple_of(align) - self.base();
             let end = start.checked_add(size.max(1));
             let Some(end) = end.filter(|&e| e <= BOOTSTRAP_BYTES) else {
-                self.overflow.store(1, Ordering::Release);
-                return sys::memalign(align, size);
+                // SAFETY: errno is this thread's own.
+                unsafe { *libc::__errno_location() = libc::ENOMEM };
+                return std::ptr::null_mut();
             };
             match self
                 .next
@@ -332,9 +353,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_plain_test_binary_uses_glibc_directly() {
+    fn a_plain_test_binary_uses_glibc_by_its_own_entry_points() {
         // The test binary links no other allocator.
         assert_eq!(mode(), GLIBC);
+        // SAFETY: lookups of NUL-terminated names in the loaded C library.
+        let glibc_malloc = unsafe {
+            let libc = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+            assert!(!libc.is_null());
+            libc::dlsym(libc, c"malloc".as_ptr()) as usize
+        };
+        assert_eq!(NEXT.malloc.load(Ordering::Relaxed), glibc_malloc);
         let p = malloc(100);
         assert!(!p.is_null());
         // SAFETY: a live block of 100 bytes.
@@ -372,5 +400,21 @@ mod tests {
         }
         let outside = Box::new(0u8);
         assert!(!BOOTSTRAP.owns(&*outside as *const u8 as *mut c_void));
+    }
+
+    #[test]
+    fn a_full_bootstrap_arena_answers_null_never_another_allocators_block() {
+        let arena = Box::new(Bootstrap {
+            bytes: UnsafeCell::new([0; BOOTSTRAP_BYTES]),
+            next: AtomicUsize::new(0),
+        });
+        let big = arena.alloc(BOOTSTRAP_BYTES / 2, 16);
+        assert!(arena.owns(big));
+        let none = arena.alloc(BOOTSTRAP_BYTES / 2, 16);
+        assert!(none.is_null());
+        // SAFETY: errno is this thread's own.
+        assert_eq!(unsafe { *libc::__errno_location() }, libc::ENOMEM);
+        // What still fits is still served.
+        assert!(arena.owns(arena.alloc(64, 16)));
     }
 }

@@ -610,6 +610,62 @@ fn jemalloc_programs_mix_both_apis_on_every_block() {
     }
 }
 
+/// Programs linked with tcmalloc or mimalloc (and plain glibc): the
+/// standard calls mixed on small and large blocks, realloc across the
+/// threshold both ways, the aligned calls, `malloc_usable_size`; 64 MiB of
+/// large blocks paged under 8M. Their small blocks stay their allocator's
+/// (its own ownership test says so), none with `--small-objects`. Both
+/// define `__libc_malloc` too: the hooks once sent small blocks there and
+/// measured them with glibc's `malloc_usable_size` (0 under mimalloc, a
+/// hang under tcmalloc).
+#[test]
+fn tcmalloc_and_mimalloc_programs_keep_their_small_blocks() {
+    for (variant, libs) in [
+        ("glibc", &[][..]),
+        (
+            "tcmalloc",
+            &["-DTCMALLOC", "-l:libtcmalloc_minimal.so.4"][..],
+        ),
+        ("mimalloc", &["-DMIMALLOC", "-l:libmimalloc.so.2"][..]),
+    ] {
+        let dir = tempdir(&format!("allocmix-{variant}"));
+        let bin = compile_c_with("allocmix", &dir, libs);
+        let plain = Command::new(&bin)
+            .arg("1")
+            .output()
+            .expect("plain allocmix");
+        let plain = String::from_utf8_lossy(&plain.stdout).into_owned();
+        assert!(plain.contains("allocmix: ok"), "{variant}: {plain}");
+        let owned_plain = owned_line(&plain);
+        for small_objects in [false, true] {
+            let mut args = vec!["--limit", "8M"];
+            if small_objects {
+                args.push("--small-objects");
+            }
+            let (out, f) = run(&args, &[bin.to_str().unwrap(), "64"], "allocmix");
+            assert_paged(&out, &f, "allocmix: ok", 2048);
+            let owned = owned_line(&String::from_utf8_lossy(&out.stdout));
+            let want = match (variant, small_objects) {
+                ("glibc", _) => "-",
+                (_, false) => owned_plain.as_str(),
+                (_, true) => "0 of 1000",
+            };
+            assert_eq!(owned, want, "{variant} small_objects={small_objects}");
+        }
+        if variant != "glibc" {
+            assert_eq!(owned_plain, "1000 of 1000", "{variant}");
+        }
+    }
+}
+
+/// allocmix's "owned …" line, after the prefix.
+fn owned_line(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("allocmix: owned "))
+        .unwrap_or_else(|| panic!("no owned line in {out}"))
+        .to_string()
+}
+
 /// jemcheck's "small bytes N" line.
 fn small_bytes(out: &str) -> u64 {
     out.lines()

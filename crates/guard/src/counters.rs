@@ -75,6 +75,9 @@ common::counters! {
     /// Of those, calls that found every scratch slot taken and used a
     /// mapping of their own, left behind by a successful `execve`.
     exec_scratch_leaked: u64,
+    /// Large `read`/`write`/`pread`/`pwrite` calls on regular files issued
+    /// piece by piece, each piece's pages pinned only for its own call.
+    piecewise_io: u64,
 }
 
 /// Reads the counters.

@@ -82,6 +82,44 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
     }
 }
 
+/// One `write`, `read` and `pread` of 96 MiB between a regular file and
+/// paged buffers under `--limit 16M` with the syscall guard: the guard
+/// issues them 4 MiB at a time, each piece's pages pinned only for its own
+/// call, so the process stays near the limit (it peaked at 108 MB when one
+/// call pinned a whole buffer) and every byte is right, the short count of
+/// a read past the end included.
+#[test]
+fn large_file_io_under_the_guard_stays_near_the_limit() {
+    let dir = workdir("bigio");
+    let bin = compile_c("bigio", &dir);
+    let out = Command::new(UZSWAP)
+        .args([
+            "run",
+            "-q",
+            "--user-mode-only",
+            "--limit",
+            "16M",
+            "--stats-out",
+        ])
+        .arg(dir.join("stats"))
+        .arg("--")
+        .arg(&bin)
+        .arg(&dir)
+        .arg("96")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("bigio: ok"), "{stdout}");
+    let f = stats(&dir);
+    assert!(f.guard.is_some_and(|g| g.piecewise_io >= 4), "{f:?}");
+    assert!(f.runtime.evicted_pages > 3 * (96 << 8), "{f:?}");
+    // 16 MiB of limit, a 4 MiB piece, the program, the library and the
+    // pool's own pages: a constant well under the 96 MiB one call pinned.
+    assert!(f.program.peak_rss_bytes < 48 << 20, "{f:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn syscalls_on_paged_memory_as_an_unprivileged_user() {
     // SAFETY: geteuid has no preconditions.

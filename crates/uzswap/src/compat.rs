@@ -7,6 +7,11 @@
 //! plain command, the same command under `uzswap run --limit L
 //! --stats-out F`, and compares. What each case is expected to do today is
 //! in [`EXPECTATIONS`], the one table to edit when an issue is fixed.
+//!
+//! A paged run must also stay within its limit plus [`PEAK_RSS_SLACK`]
+//! (peak RSS of the largest process): the constant covers what uzswap does
+//! not page (the interpreter, JIT code and libraries of node and the JVM,
+//! the largest) and its own tables; a run above it fails.
 
 pub mod bench;
 mod cases;
@@ -22,6 +27,14 @@ use std::io::IsTerminal;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// How far above its limit a paged run's peak RSS may go: the program's
+/// memory uzswap does not page (text, JIT code, interpreter state; node's
+/// and the JVM's reach 75 MB at the quick sizes), uzswap's tables, and a
+/// system call's pinned pages (4 MiB pieces for large file I/O under the
+/// guard). One `read()` of a whole file pinning it all broke this bound
+/// (python-hash as nobody: 144M under a 32M limit).
+pub const PEAK_RSS_SLACK: u64 = 96 << 20;
 
 /// What a case does under uzswap today.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -549,20 +562,21 @@ impl CaseRun<'_> {
         row.counters = self.counters();
         let difference = self.difference("plain", "uzswap");
         row.identical = Some(difference.is_none());
-        let problem = self.problem(&plain, &paged, difference, row.counters);
+        let problem = self.problem(&plain, &paged, difference, row.counters, row.limit);
         row.paged = Some(paged);
         row.judge(problem);
     }
 
     /// What is wrong with the paged run, the first of: it timed out, it
     /// ended otherwise than the plain run, its outputs differ, nothing was
-    /// paged.
+    /// paged, it peaked above its limit plus [`PEAK_RSS_SLACK`].
     fn problem(
         &self,
         plain: &Measured,
         paged: &Measured,
         difference: Option<String>,
         counters: Counters,
+        limit: u64,
     ) -> Option<String> {
         if paged.timed_out {
             return Some(format!(
@@ -578,7 +592,10 @@ impl CaseRun<'_> {
         if difference.is_some() {
             return difference;
         }
-        (counters.evicted_pages == 0).then(|| "nothing was paged (no page evicted)".to_string())
+        if counters.evicted_pages == 0 {
+            return Some("nothing was paged (no page evicted)".to_string());
+        }
+        peak_over_bound(paged.max_rss, limit)
     }
 
     fn make_dirs(&self) -> Result<(), String> {
@@ -909,6 +926,18 @@ fn status_cell(row: &Row) -> Cell {
     Cell::new(text).fg(color)
 }
 
+/// The problem of a peak RSS above `limit` plus [`PEAK_RSS_SLACK`].
+fn peak_over_bound(peak: u64, limit: u64) -> Option<String> {
+    (peak > limit + PEAK_RSS_SLACK).then(|| {
+        format!(
+            "peak RSS {} is above the limit {} plus {}",
+            human_size(peak),
+            human_size(limit),
+            human_size(PEAK_RSS_SLACK)
+        )
+    })
+}
+
 fn result_table(rows: &[Row]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -1097,6 +1126,15 @@ mod tests {
         );
         assert_eq!(failure(139, ""), "killed by SIGSEGV");
         assert_eq!(failure(1, "boom"), "exit 1: boom");
+    }
+
+    #[test]
+    fn a_peak_past_the_limit_and_slack_is_a_problem() {
+        let limit = 32 << 20;
+        assert_eq!(peak_over_bound(limit + PEAK_RSS_SLACK, limit), None);
+        assert_eq!(peak_over_bound(limit / 2, limit), None);
+        let p = peak_over_bound(limit + PEAK_RSS_SLACK + 1, limit).unwrap();
+        assert!(p.contains("peak RSS") && p.contains("32M"), "{p}");
     }
 
     #[test]

@@ -32,6 +32,26 @@ fn workdir(name: &str) -> PathBuf {
     d
 }
 
+/// `uzswap run -q --user-mode-only --limit 16M --stats-out DIR/stats --
+/// BIN ARGS`: the syscall guard as root.
+fn guarded_16m(dir: &Path, bin: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(UZSWAP)
+        .args([
+            "run",
+            "-q",
+            "--user-mode-only",
+            "--limit",
+            "16M",
+            "--stats-out",
+        ])
+        .arg(dir.join("stats"))
+        .arg("--")
+        .arg(bin)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn stats(dir: &Path) -> ProcessReport {
     run_report(&dir.join("stats")).total
 }
@@ -92,22 +112,7 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
 fn large_file_io_under_the_guard_stays_near_the_limit() {
     let dir = workdir("bigio");
     let bin = compile_c("bigio", &dir);
-    let out = Command::new(UZSWAP)
-        .args([
-            "run",
-            "-q",
-            "--user-mode-only",
-            "--limit",
-            "16M",
-            "--stats-out",
-        ])
-        .arg(dir.join("stats"))
-        .arg("--")
-        .arg(&bin)
-        .arg(&dir)
-        .arg("96")
-        .output()
-        .unwrap();
+    let out = guarded_16m(&dir, &bin, &[dir.as_os_str(), "96".as_ref()]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("bigio: ok"), "{stdout}");
@@ -178,21 +183,7 @@ fn the_guard_goes_in_with_the_first_region_even_when_threads_block_signals() {
         text(&out.stdout)
     );
 
-    let out = Command::new(UZSWAP)
-        .args([
-            "run",
-            "-q",
-            "--user-mode-only",
-            "--limit",
-            "16M",
-            "--stats-out",
-        ])
-        .arg(dir.join("stats"))
-        .arg("--")
-        .arg(&bin)
-        .arg(&input)
-        .output()
-        .unwrap();
+    let out = guarded_16m(&dir, &bin, &[input.as_os_str()]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("sigblock: ok"), "{stdout}");

@@ -21,22 +21,8 @@ bool mi_is_in_heap_region(const void *p);
 static int owned(const void *p) { return mi_is_in_heap_region(p); }
 #endif
 
-static int fails;
-#define CHECK(c, ...) do { if (!(c)) { printf("allocmix: " __VA_ARGS__); printf("\n"); fails++; } } while (0)
-
-static void fill(unsigned char *p, size_t n, unsigned seed) {
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 29);
-}
-static int same(const unsigned char *p, size_t n, unsigned seed) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(seed + i * 29)) return 0;
-    return 1;
-}
-static int zero(const unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i]) return 0;
-    return 1;
-}
+#define PROG "allocmix"
+#include "blockcheck.h"
 
 int main(int argc, char **argv) {
     size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;

@@ -25,22 +25,8 @@ int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t ne
 #define MALLOCX_LG_ALIGN(la) ((int)(la))
 #define MALLOCX_ZERO ((int)0x40)
 
-static int fails;
-#define CHECK(c, ...) do { if (!(c)) { printf("jemcheck: " __VA_ARGS__); printf("\n"); fails++; } } while (0)
-
-static void fill(unsigned char *p, size_t n, unsigned seed) {
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 13);
-}
-static int same(const unsigned char *p, size_t n, unsigned seed) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(seed + i * 13)) return 0;
-    return 1;
-}
-static int zero(const unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i]) return 0;
-    return 1;
-}
+#define PROG "jemcheck"
+#include "blockcheck.h"
 
 int main(int argc, char **argv) {
     size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;

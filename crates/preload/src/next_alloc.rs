@@ -316,9 +316,11 @@ impl Bootstrap {
         let align = align.max(HEADER);
         let mut cur = self.next.load(Ordering::Relaxed);
         loop {
-            let start = (self.base() + cur + HEADER).next_multiple_of(align) - self.base();
-            let end = start.checked_add(size.max(1));
-            let Some(end) = end.filter(|&e| e <= BOOTSTRAP_BYTES) else {
+            let start = (self.base() + cur + HEADER)
+                .checked_next_multiple_of(align)
+                .map(|a| a - self.base());
+            let end = start.and_then(|s| s.checked_add(size.max(1)));
+            let (Some(start), Some(end)) = (start, end.filter(|&e| e <= BOOTSTRAP_BYTES)) else {
                 // SAFETY: errno is this thread's own.
                 unsafe { *libc::__errno_location() = libc::ENOMEM };
                 return std::ptr::null_mut();
@@ -414,7 +416,9 @@ mod tests {
         assert!(none.is_null());
         // SAFETY: errno is this thread's own.
         assert_eq!(unsafe { *libc::__errno_location() }, libc::ENOMEM);
-        // What still fits is still served.
+        // What still fits is still served; an alignment past the address
+        // space is refused, not wrapped.
         assert!(arena.owns(arena.alloc(64, 16)));
+        assert!(arena.alloc(16, 1 << 63).is_null());
     }
 }

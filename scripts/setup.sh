@@ -20,12 +20,21 @@ fi
 # and Python programs, and one as an unprivileged user), fonts-dejavu-core
 # (the benchmarks' PNG charts).
 missing=()
+# Whether any of the given paths exists (globs allowed; `ls A B` fails
+# when one of them is missing, which made every run reinstall).
+have_any() {
+    local f
+    for f in "$@"; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
+}
 ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so' || missing+=(libclang-dev)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
-ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaVuSans.ttf \
-    /usr/share/fonts/TTF/DejaVuSans.ttf >/dev/null 2>&1 || missing+=(fonts-dejavu-core)
+have_any /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaVuSans.ttf \
+    /usr/share/fonts/TTF/DejaVuSans.ttf || missing+=(fonts-dejavu-core)
 # The programs of `uzswap compat` (scripts/test.sh runs it): the system
 # python3 with numpy, node, javac/java, sqlite3, xz, zstd, gcc, coreutils
 # (sort, sha256sum) and redis. They are looked for under /usr/bin because
@@ -41,9 +50,9 @@ ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu/DejaV
 [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
 # jemalloc, tcmalloc and mimalloc themselves: the run tests link programs
 # with them (jemcheck.c, allocmix.c).
-ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 >/dev/null 2>&1 || missing+=(libjemalloc2)
-ls /usr/lib/*/libtcmalloc_minimal.so.4 >/dev/null 2>&1 || missing+=(libtcmalloc-minimal4)
-ls /usr/lib/*/libmimalloc.so.2 >/dev/null 2>&1 || missing+=(libmimalloc2.0)
+have_any /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 || missing+=(libjemalloc2)
+have_any /usr/lib/*/libtcmalloc_minimal.so.4 || missing+=(libtcmalloc-minimal4)
+have_any /usr/lib/*/libmimalloc.so.2 || missing+=(libmimalloc2.0)
 new_redis=false
 if [ ! -x /usr/bin/redis-server ]; then
     missing+=(redis-server)

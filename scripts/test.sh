@@ -28,3 +28,5 @@ echo "== loom: compress batch claim protocol =="
 cargo test --locked -p compress --lib --release claim::loom_model
 echo "== loom: zsmalloc free racing compaction, reader racing free =="
 cargo test --locked -p zsmalloc --test loom --release
+echo "== loom: the preload's bootstrap bump arena (common::bump) =="
+cargo test --locked -p common --lib --release bump::loom_model

@@ -15,6 +15,8 @@
 //!   reclaimer, zswap's shrinker) without losing a kick.
 //! * [`rate_limit::RateLimit`]: at most once every interval (the runtime's
 //!   aging passes and shared-limit sweeps).
+//! * [`bump::BumpArena`]: a static bump arena (the LD_PRELOAD library's
+//!   blocks while it looks the program's allocator up).
 //! * [`discard`]: `MADV_DONTNEED` of many ranges with one
 //!   `process_madvise` (one TLB flush): the runtime's eviction and
 //!   zsmalloc's arena both give memory back this way.
@@ -22,6 +24,7 @@
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
 
+pub mod bump;
 pub mod counters;
 pub mod discard;
 pub mod name_value;

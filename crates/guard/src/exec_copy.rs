@@ -27,7 +27,7 @@
 //! `EFAULT`, as the kernel would).
 
 use crate::counters::{self, bump};
-use crate::handler::{PinSet, ProcMem, State};
+use crate::handler::{with_pinned, ProcMem, State};
 use crate::nr;
 use crate::syscalls::MAX_ARG_STRLEN;
 use crate::trampoline::syscall6;
@@ -152,11 +152,14 @@ fn release(s: Scratch) {
             unsafe { syscall6(nr::SET_TID_ADDRESS, [0; 6]) };
             slot.owner.store(0, Ordering::Release);
         }
-        None => {
-            // SAFETY: the mapping is this call's own.
-            unsafe { syscall6(nr::MUNMAP, [s.base as u64, SCRATCH as u64, 0, 0, 0, 0]) };
-        }
+        None => unmap_scratch(s.base),
     }
+}
+
+/// Unmaps a scratch mapping of [`map_scratch`] no slot keeps.
+fn unmap_scratch(base: usize) {
+    // SAFETY: the mapping is the caller's own, and nothing points into it.
+    unsafe { syscall6(nr::MUNMAP, [base as u64, SCRATCH as u64, 0, 0, 0, 0]) };
 }
 
 fn map_scratch() -> Option<usize> {
@@ -266,7 +269,8 @@ impl Writer<'_> {
             let n = (PAGE - from % PAGE).min(room).min(max - copied);
             // SAFETY: [at, at + n) lies in the scratch, which this call owns.
             let dst = unsafe { std::slice::from_raw_parts_mut(self.at as *mut u8, n) };
-            if !pinned_read(self.st, self.mem, from, dst) {
+            // The page read is pinned only while it is read.
+            if !with_pinned(self.st, from, n, false, || self.mem.read_into(from, dst)) {
                 return Err(libc::EFAULT);
             }
             self.at += n;
@@ -282,16 +286,6 @@ impl Writer<'_> {
             }
         }
     }
-}
-
-/// Reads `dst.len()` bytes at `src` (within one page) with that page
-/// pinned if it is in the arena.
-fn pinned_read(st: &State, mem: &ProcMem, src: usize, dst: &mut [u8]) -> bool {
-    let mut pins = PinSet::new(st);
-    pins.range(src, dst.len(), false);
-    let ok = mem.read_into(src, dst);
-    pins.release();
-    ok
 }
 
 #[cfg(test)]
@@ -367,8 +361,7 @@ mod tests {
         assert_eq!(strings(e), vec![b"HOME=/root".to_vec(), b"V=1".to_vec()]);
         assert!(pinner.pin_calls() > 0);
         assert!(pinner.all_released());
-        // SAFETY: the test's own mapping.
-        unsafe { syscall6(nr::MUNMAP, [scratch as u64, SCRATCH as u64, 0, 0, 0, 0]) };
+        unmap_scratch(scratch);
     }
 
     #[test]
@@ -388,8 +381,7 @@ mod tests {
         assert_eq!(a % 8, 0);
         assert_eq!(strings(a), vec![b"first".to_vec(), b"second".to_vec()]);
         assert!(pinner.all_released());
-        // SAFETY: the test's own mapping.
-        unsafe { syscall6(nr::MUNMAP, [scratch as u64, SCRATCH as u64, 0, 0, 0, 0]) };
+        unmap_scratch(scratch);
     }
 
     #[test]
@@ -416,8 +408,7 @@ mod tests {
             Err(libc::ENAMETOOLONG)
         );
         assert!(pinner.all_released());
-        // SAFETY: the test's own mapping.
-        unsafe { syscall6(nr::MUNMAP, [scratch as u64, SCRATCH as u64, 0, 0, 0, 0]) };
+        unmap_scratch(scratch);
     }
 
     /// Claims point the task's `clear_child_tid` at the slot, which would

@@ -288,17 +288,20 @@ impl ProcMem {
 
     /// One `process_vm_readv` (`nr`) or `process_vm_writev` of `len` bytes
     /// between our `local` buffer and the program's `remote` address, both
-    /// through the kernel's checked accessors. Returns the kernel's result.
+    /// through the kernel's checked accessors. Returns the kernel's result,
+    /// or `None` where the call is forbidden here (`EPERM`, `ENOSYS`: a
+    /// sandbox), after which the program's memory is accessed directly
+    /// (`direct`).
     ///
     /// # Safety
     /// `[local, local + len)` is a buffer of ours the kernel may write (a
     /// read) or read (a write).
-    unsafe fn vm_rw(&self, nr: i64, local: usize, remote: usize, len: usize) -> isize {
+    unsafe fn vm_rw(&self, nr: i64, local: usize, remote: usize, len: usize) -> Option<isize> {
         let local = Iovec { base: local, len };
         let remote = Iovec { base: remote, len };
         // SAFETY: the caller's guarantee for `local`; `remote` is only
         // touched by the kernel's checked accessors.
-        unsafe {
+        let n = unsafe {
             syscall6(
                 nr,
                 [
@@ -310,24 +313,29 @@ impl ProcMem {
                     0,
                 ],
             )
+        };
+        if n == -(libc::EPERM as isize) || n == -(libc::ENOSYS as isize) {
+            self.direct.set(true);
+            return None;
         }
+        Some(n)
     }
 
     fn fill(&self, addr: usize) -> bool {
         // SAFETY: process_vm_readv writes at most 256 bytes into `buf`,
         // which this (non-Sync, single-frame) reader owns.
         let n = unsafe { self.vm_rw(nr::PROCESS_VM_READV, self.buf.get() as usize, addr, 256) };
-        if n > 0 {
-            self.base.set(addr);
-            self.len.set(n as usize);
-            return true;
+        match n {
+            Some(n) if n > 0 => {
+                self.base.set(addr);
+                self.len.set(n as usize);
+                true
+            }
+            _ => {
+                self.len.set(0);
+                false
+            }
         }
-        if n == -(libc::EPERM as isize) || n == -(libc::ENOSYS as isize) {
-            // Forbidden here (a sandbox): read directly from now on.
-            self.direct.set(true);
-        }
-        self.len.set(0);
-        false
     }
 
     fn read<const N: usize>(&self, addr: usize) -> Option<[u8; N]> {
@@ -373,10 +381,9 @@ impl ProcMem {
                     dst.len(),
                 )
             };
-            if n != -(libc::EPERM as isize) && n != -(libc::ENOSYS as isize) {
+            if let Some(n) = n {
                 return n == dst.len() as isize;
             }
-            self.direct.set(true);
         }
         // SAFETY: as in `read`'s fallback.
         unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
@@ -385,25 +392,23 @@ impl ProcMem {
 
     /// Writes `bytes` at `addr` in the program's memory (`process_vm_writev`).
     fn write(&self, addr: usize, bytes: &[u8]) -> bool {
-        if self.direct.get() {
-            // SAFETY: as in `read`'s fallback.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
-            return true;
+        if !self.direct.get() {
+            // SAFETY: the kernel only reads `bytes`.
+            let n = unsafe {
+                self.vm_rw(
+                    nr::PROCESS_VM_WRITEV,
+                    bytes.as_ptr() as usize,
+                    addr,
+                    bytes.len(),
+                )
+            };
+            if let Some(n) = n {
+                return n == bytes.len() as isize;
+            }
         }
-        // SAFETY: the kernel only reads `bytes`.
-        let n = unsafe {
-            self.vm_rw(
-                nr::PROCESS_VM_WRITEV,
-                bytes.as_ptr() as usize,
-                addr,
-                bytes.len(),
-            )
-        };
-        if n == -(libc::EPERM as isize) || n == -(libc::ENOSYS as isize) {
-            self.direct.set(true);
-            return self.write(addr, bytes);
-        }
-        n == bytes.len() as isize
+        // SAFETY: as in `read`'s fallback.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
+        true
     }
 }
 
@@ -427,7 +432,7 @@ pub const MAX_PINS: usize = 1024;
 /// The pins of one call: page ranges as page indices relative to the arena
 /// (`u32`: arenas up to 16 TiB), and a write bit per entry: about 8 KiB of
 /// the handler's stack for 1024 ranges.
-pub(crate) struct PinSet<'s> {
+struct PinSet<'s> {
     st: &'s State,
     starts: [u32; MAX_PINS],
     ends: [u32; MAX_PINS],
@@ -436,7 +441,7 @@ pub(crate) struct PinSet<'s> {
 }
 
 impl<'s> PinSet<'s> {
-    pub(crate) fn new(st: &'s State) -> Self {
+    fn new(st: &'s State) -> Self {
         PinSet {
             st,
             starts: [0; MAX_PINS],
@@ -574,7 +579,7 @@ impl<'s> PinSet<'s> {
         self.n += 1;
     }
 
-    pub(crate) fn range(&mut self, addr: usize, len: usize, write: bool) {
+    fn range(&mut self, addr: usize, len: usize, write: bool) {
         if let Some((a, b)) = self.clip(addr, len) {
             self.pin_pages(a, b, write)
         }
@@ -619,7 +624,7 @@ impl<'s> PinSet<'s> {
         }
     }
 
-    pub(crate) fn release(&mut self) {
+    fn release(&mut self) {
         for i in (0..self.n).rev() {
             let (s, e, _) = self.entry(i);
             self.st.pinner.unpin(PinToken {
@@ -675,6 +680,22 @@ unsafe fn guarded(st: &State, nr: i64, args: &[u64; 6]) -> isize {
     ret
 }
 
+/// Runs `call` with the arena pages of `[addr, addr + len)` pinned
+/// (writable if `write`), then unpins them.
+pub(crate) fn with_pinned<T>(
+    st: &State,
+    addr: usize,
+    len: usize,
+    write: bool,
+    call: impl FnOnce() -> T,
+) -> T {
+    let mut pins = PinSet::new(st);
+    pins.range(addr, len, write);
+    let ret = call();
+    pins.release();
+    ret
+}
+
 /// Bytes of one piece of a large file read or write ([`piecewise_file_io`]).
 pub(crate) const IO_PIECE: usize = 4 << 20;
 
@@ -715,11 +736,10 @@ unsafe fn piecewise_file_io(st: &State, nr: i64, args: &[u64; 6]) -> Option<isiz
         if positioned {
             piece[3] = args[3].wrapping_add(done as u64);
         }
-        let mut pins = PinSet::new(st);
-        pins.range(buf + done, n, kernel_writes);
         // SAFETY: the program's call on a part of its own buffer.
-        let ret = unsafe { syscall6(nr, piece) };
-        pins.release();
+        let ret = with_pinned(st, buf + done, n, kernel_writes, || unsafe {
+            syscall6(nr, piece)
+        });
         if ret < 0 {
             return Some(if done > 0 { done as isize } else { ret });
         }

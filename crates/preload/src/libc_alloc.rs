@@ -43,10 +43,25 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
     unsafe { __libc_memalign(align, size) }
 }
 
-/// Usable size of a glibc allocation: glibc's own `malloc_usable_size`,
-/// looked up in libc itself. Not the "next" definition after this library
-/// (`RTLD_NEXT`): in a program linked with jemalloc or tcmalloc that is
-/// theirs, and the blocks these hooks hand out come from glibc.
+/// glibc's own definition of `name`, looked up in the C library itself
+/// (by handle, not `RTLD_NEXT`: a program may link another allocator that
+/// defines the allocation functions, `__libc_malloc` included); 0 if
+/// there is none.
+pub fn glibc_symbol(name: &std::ffi::CStr) -> usize {
+    // SAFETY: dlopen of the C library already loaded (RTLD_NOLOAD: no new
+    // load), then a lookup in it; both take NUL-terminated names.
+    unsafe {
+        let libc = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if libc.is_null() {
+            0
+        } else {
+            libc::dlsym(libc, name.as_ptr()) as usize
+        }
+    }
+}
+
+/// Usable size of a glibc allocation: glibc's own `malloc_usable_size`
+/// ([`glibc_symbol`]), 0 if it cannot be found.
 ///
 /// # Safety
 /// `ptr` is null or a live glibc allocation.
@@ -55,16 +70,7 @@ pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
     static GLIBC: AtomicUsize = AtomicUsize::new(0);
     let mut f = GLIBC.load(Ordering::Acquire);
     if f == 0 {
-        // SAFETY: dlopen of the C library already loaded (RTLD_NOLOAD: no
-        // new load), then a lookup in it; both take NUL-terminated names.
-        f = unsafe {
-            let libc = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-            if libc.is_null() {
-                0
-            } else {
-                libc::dlsym(libc, c"malloc_usable_size".as_ptr()) as usize
-            }
-        };
+        f = glibc_symbol(c"malloc_usable_size");
         GLIBC.store(f, Ordering::Release);
     }
     if f == 0 {

@@ -101,14 +101,7 @@ fn mode() -> u8 {
 /// they are all there, all in one object, and not glibc's; else glibc's
 /// ([`GLIBC`]); else [`FALLBACK`].
 fn resolve() -> u8 {
-    // SAFETY: dlopen of the C library already loaded (RTLD_NOLOAD: no new
-    // load), with a NUL-terminated name.
-    let libc = unsafe { libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    let in_libc = |name: &std::ffi::CStr| {
-        // SAFETY: a lookup of a NUL-terminated name in a live handle.
-        (!libc.is_null()).then(|| unsafe { libc::dlsym(libc, name.as_ptr()) as usize })
-    };
-    let glibc = entry_points(|name| in_libc(name).unwrap_or(0));
+    let glibc = entry_points(sys::glibc_symbol);
     let next = entry_points(|name| {
         // SAFETY: a lookup of a NUL-terminated name after this library.
         unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }

@@ -4,13 +4,15 @@
 //! pool and entries. When nothing resident is left
 //! to evict and the pool itself is the charge, it writes the pool's
 //! coldest pages back to the swap file; every 100 ms while over, it first
-//! compacts the pool (zsmalloc's shrinker). A fault that finds the charge far
-//! over the limit (past 125% plus one batch) is throttled: its thread
-//! sleeps until reclaim has caught up (`memory.high` throttling). Aging
+//! compacts the pool (zsmalloc's shrinker). A fault that finds the charge
+//! over the limit by more than [`THROTTLE_HEADROOM_BYTES`] (or 25% of a
+//! small limit) plus one batch is throttled: its thread sleeps until
+//! reclaim has caught up (`memory.high` throttling). Aging
 //! runs before eviction, at most every `aging_interval`. Policy only: what
 //! an eviction does is [`crate::protocol::Evict`].
 
 use crate::protocol::Env;
+use crate::protocol::PAGE;
 use crate::protocol::{Age, Evict};
 use crate::runtime::{InjectFailure, Inner};
 use std::sync::atomic::Ordering;
@@ -18,6 +20,16 @@ use std::time::Duration;
 
 /// Least time between two compactions of the pool by the reclaimer.
 pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Most the charge may pass the limit by (a quarter of the limit where
+/// that is less; one reclaim batch aside) before faults are throttled
+/// until reclaim catches up. A constant, not a share of the limit, so that
+/// a run's peak is its limit plus a stated amount however large the
+/// limit (1.25 L before: 128 MiB over a 512M limit, where a writeback-
+/// bound run sat at the ceiling). 16 MiB is 40 ms of reclaim at 100k
+/// pages/s: a writeback-bound run of random bytes under 256M took as long
+/// with it as with 64 MiB.
+pub const THROTTLE_HEADROOM_BYTES: usize = 16 << 20;
 
 impl Inner {
     /// Where reclaim stops once the limit is passed: a margin under it of
@@ -27,9 +39,11 @@ impl Inner {
         self.limit_pages.saturating_sub(margin)
     }
 
-    /// Residency past which faults wait for reclaim.
+    /// Residency past which faults wait for reclaim: the limit plus a
+    /// quarter of it, at most [`THROTTLE_HEADROOM_BYTES`], plus one batch.
     fn ceiling(&self) -> usize {
-        self.limit_pages + self.limit_pages / 4 + self.cfg.reclaim_batch
+        let headroom = (self.limit_pages / 4).min(THROTTLE_HEADROOM_BYTES / PAGE);
+        self.limit_pages + headroom + self.cfg.reclaim_batch
     }
 
     pub(crate) fn reclaim_loop(&self) {

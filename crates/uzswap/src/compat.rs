@@ -9,7 +9,7 @@
 //! in [`EXPECTATIONS`], the one table to edit when an issue is fixed.
 //!
 //! A paged run must also keep the peak RSS of its largest process within
-//! [`peak_rss_bound`]: the runtime's own ceiling (1.25 times the limit,
+//! [`peak_rss_bound`]: the runtime's own ceiling (the limit plus 16 MiB,
 //! where faults are throttled, as `memory.high` does) plus
 //! [`PEAK_RSS_SLACK`] for what uzswap does not page (the interpreter, JIT
 //! code and libraries of node and the JVM, the largest) and its own
@@ -39,12 +39,17 @@ use std::time::Duration;
 pub const PEAK_RSS_SLACK: u64 = 96 << 20;
 
 /// The most a paged run's peak RSS may be under `limit`: the ceiling past
-/// which the runtime throttles faults (`limit + limit / 4`, the reclaim
-/// module's `ceiling`, one reclaim batch aside) plus [`PEAK_RSS_SLACK`].
-/// At the full sizes node-heap and java-heap peak at 232M and 226M under
-/// 128M: 1.8x the limit, over L + 96M, within this.
+/// which the runtime throttles faults (the reclaim module's `ceiling`: the
+/// limit plus a quarter of it, at most
+/// [`runtime::THROTTLE_HEADROOM_BYTES`], one reclaim batch aside) plus
+/// [`PEAK_RSS_SLACK`]. At most the limit plus a constant, 112 MiB.
 pub fn peak_rss_bound(limit: u64) -> u64 {
-    limit + limit / 4 + PEAK_RSS_SLACK
+    limit + throttle_headroom(limit) + PEAK_RSS_SLACK
+}
+
+/// What the runtime lets the charge pass `limit` by before it throttles.
+fn throttle_headroom(limit: u64) -> u64 {
+    (limit / 4).min(runtime::THROTTLE_HEADROOM_BYTES as u64)
 }
 
 /// What a case does under uzswap today.
@@ -942,10 +947,11 @@ fn peak_over_bound(peak: u64, limit: u64) -> Option<String> {
     let bound = peak_rss_bound(limit);
     (peak > bound).then(|| {
         format!(
-            "peak RSS {} is above {} (the limit {} and a quarter, plus {})",
+            "peak RSS {} is above {} (the limit {}, {} of throttling headroom, {} unpaged)",
             human_size(peak),
             human_size(bound),
             human_size(limit),
+            human_size(throttle_headroom(limit)),
             human_size(PEAK_RSS_SLACK)
         )
     })
@@ -1145,6 +1151,8 @@ mod tests {
     fn a_peak_past_the_limit_and_slack_is_a_problem() {
         let limit = 32 << 20;
         assert_eq!(peak_rss_bound(limit), (40 << 20) + PEAK_RSS_SLACK);
+        // The limit plus a constant, however large the limit.
+        assert_eq!(peak_rss_bound(512 << 20), (512 + 16 + 96) << 20);
         assert_eq!(peak_over_bound(peak_rss_bound(limit), limit), None);
         assert_eq!(peak_over_bound(limit / 2, limit), None);
         let p = peak_over_bound(peak_rss_bound(limit) + 1, limit).unwrap();

@@ -83,6 +83,76 @@ impl PageIo for FileIo {
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
         self.file.write_all_at(buf, pos)
     }
+
+    /// Writes that follow each other in the file go out as one `pwritev`
+    /// (a writeback batch's slots are mostly one run): one system call
+    /// for the run, where io_uring on a buffered file hands every write to
+    /// a kernel worker thread. A run whose `pwritev` fails or falls short
+    /// is written again write by write, so that each gets its own result.
+    fn write_batch(&self, writes: &[(u64, &[u8])]) -> Vec<io::Result<()>> {
+        let mut results = Vec::with_capacity(writes.len());
+        for run in contiguous_runs(writes) {
+            let wanted: usize = run.iter().map(|(_, b)| b.len()).sum();
+            if run.len() > 1 && matches!(self.pwritev(run), Ok(n) if n == wanted) {
+                results.extend(run.iter().map(|_| Ok(())));
+            } else {
+                results.extend(run.iter().map(|&(pos, buf)| self.write_at(pos, buf)));
+            }
+        }
+        results
+    }
+}
+
+/// Most buffers in one `pwritev` (Linux's `IOV_MAX` is 1024).
+const WRITEV_MAX: usize = 64;
+
+/// Splits `writes` into runs of at most [`WRITEV_MAX`] writes, each
+/// starting where the one before it ends.
+fn contiguous_runs<'a, 'b>(
+    writes: &'a [(u64, &'b [u8])],
+) -> impl Iterator<Item = &'a [(u64, &'b [u8])]> {
+    let mut rest = writes;
+    std::iter::from_fn(move || {
+        let (&(first, buf), _) = rest.split_first()?;
+        let mut end = first + buf.len() as u64;
+        let mut n = 1;
+        while n < rest.len().min(WRITEV_MAX) && rest[n].0 == end {
+            end += rest[n].1.len() as u64;
+            n += 1;
+        }
+        let (run, tail) = rest.split_at(n);
+        rest = tail;
+        Some(run)
+    })
+}
+
+impl FileIo {
+    /// One `pwritev` of `run` (contiguous, at most [`WRITEV_MAX`] buffers)
+    /// at its first position; the bytes written.
+    fn pwritev(&self, run: &[(u64, &[u8])]) -> io::Result<usize> {
+        let iov: Vec<libc::iovec> = run
+            .iter()
+            .map(|(_, b)| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: `iov` describes `run`'s buffers, borrowed for the call;
+        // pwritev only reads them.
+        let n = unsafe {
+            libc::pwritev(
+                std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                run[0].0 as libc::off_t,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
 }
 
 /// Pages in memory (tests that need no file).

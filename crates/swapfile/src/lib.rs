@@ -10,10 +10,10 @@
 //!   records each page's CRC32C. [`SwapFile::read_page`] reads a slot and
 //!   checks it. A corrupt block is [`SwapError::Corrupt`], never wrong
 //!   data, and a slot never written is [`SwapError::NotWritten`].
-//! * **I/O** goes through [`PageIo`]: [`UringIo`] (io_uring: a batch of
-//!   writes is one submission) where the kernel allows it, [`FileIo`]
-//!   (pread/pwrite) otherwise ([`IoBackend::Auto`]); [`FaultyIo`] injects
-//!   EIO, ENOSPC and bit rot in tests.
+//! * **I/O** goes through [`PageIo`]: [`FileIo`] (pread, and one `pwritev`
+//!   per run of contiguous writes) by default ([`IoBackend::Auto`]),
+//!   [`UringIo`] (io_uring: a batch of writes is one submission) on
+//!   request; [`FaultyIo`] injects EIO, ENOSPC and bit rot in tests.
 //!
 //! ## Invariants
 //!
@@ -38,7 +38,10 @@ pub use uring::UringIo;
 /// Which I/O back-end a swap file uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// io_uring if a ring can be set up, else pread/pwrite.
+    /// pread/pwrite, contiguous writes as one `pwritev`: on a buffered
+    /// file io_uring hands each write to a kernel worker thread, and a
+    /// writeback-bound run (800 MiB of random bytes under 256M) took 1.4x
+    /// the time and CPU with it.
     #[default]
     Auto,
     /// io_uring, or an error where it is unavailable.
@@ -176,10 +179,7 @@ impl SwapFile {
         let io: Box<dyn PageIo> = match backend {
             IoBackend::Pread => Box::new(FileIo::new(file)),
             IoBackend::Uring => Box::new(UringIo::new(file).map_err(SwapError::Create)?),
-            IoBackend::Auto => match file.try_clone().and_then(UringIo::new) {
-                Ok(uring) => Box::new(uring),
-                Err(_) => Box::new(FileIo::new(file)),
-            },
+            IoBackend::Auto => Box::new(FileIo::new(file)),
         };
         Ok(Self::new(io, nr_slots))
     }
@@ -656,10 +656,48 @@ mod tests {
         // Reading past the end is a clear error from both.
         assert!(uring.read_at(1 << 30, &mut buf).is_err());
         assert!(plain.read_at(1 << 30, &mut buf).is_err());
-        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Auto).unwrap();
+        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Uring).unwrap();
         assert_eq!(d.io_name(), "io_uring");
-        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Pread).unwrap();
-        assert_eq!(d.io_name(), "pread/pwrite");
+        for backend in [IoBackend::Auto, IoBackend::Pread] {
+            let d = SwapFile::create_in(&std::env::temp_dir(), 8, backend).unwrap();
+            assert_eq!(d.io_name(), "pread/pwrite", "{backend:?}");
+        }
+    }
+
+    #[test]
+    fn pwritev_batches_write_every_page_where_it_belongs() {
+        let file = io::anonymous_file(&std::env::temp_dir()).unwrap();
+        let plain = FileIo::new(file);
+        // Runs of 1, 3 and 150 pages (more than one pwritev's 64), out of
+        // order and with gaps, and one page written twice (the later wins).
+        let mut at: Vec<usize> = vec![7, 0, 1, 2];
+        at.extend(20..170);
+        at.extend([5, 1]);
+        let pages: Vec<Vec<u8>> = (0..at.len()).map(|t| page(t as u8)).collect();
+        let writes: Vec<(u64, &[u8])> = at
+            .iter()
+            .zip(&pages)
+            .map(|(&i, p)| ((i * PAGE_SIZE) as u64, &p[..]))
+            .collect();
+        let results = plain.write_batch(&writes);
+        assert_eq!(results.len(), writes.len());
+        assert!(results.iter().all(Result::is_ok));
+        let mut buf = vec![0; PAGE_SIZE];
+        for (k, &i) in at.iter().enumerate() {
+            if i == 1 && k == 2 {
+                continue; // rewritten by the last write
+            }
+            plain.read_at((i * PAGE_SIZE) as u64, &mut buf).unwrap();
+            assert_eq!(buf, pages[k], "page {i} (write {k})");
+        }
+        // A file that cannot be written: one error per write, none lost.
+        let path = std::env::temp_dir().join(format!("uzswap-ro-{}", std::process::id()));
+        std::fs::write(&path, b"").unwrap();
+        let read_only = FileIo::new(std::fs::File::open(&path).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        let results = read_only.write_batch(&writes);
+        assert_eq!(results.len(), writes.len());
+        assert!(results.iter().all(Result::is_err));
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl std::str::FromStr for IoBackend {
 
 use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes in a page (and a slot): [`common::PAGE_SIZE`], re-exported.
 pub use common::PAGE_SIZE;
@@ -144,6 +144,9 @@ pub struct SwapFile {
     nr_slots: usize,
     slots: Mutex<Slots>,
     checksums: Box<[AtomicU64]>,
+    /// One past the highest slot ever given out: the per-slot tables are
+    /// resident up to here (zeroed lazily, never given back).
+    high_water: AtomicUsize,
 }
 
 impl std::fmt::Debug for SwapFile {
@@ -168,6 +171,7 @@ impl SwapFile {
                 frozen: Vec::new(),
                 freed_frozen: Vec::new(),
             }),
+            high_water: AtomicUsize::new(0),
             checksums: zeroed_checksums(nr_slots),
         }
     }
@@ -195,6 +199,18 @@ impl SwapFile {
 
     pub fn free_slots(&self) -> usize {
         self.slots.lock().free
+    }
+
+    /// Bytes of this device's own tables that are resident: per slot up
+    /// to the highest ever given out, its checksum (8 bytes) and its
+    /// allocation bit, page-rounded. What a limit charges besides the pool
+    /// (`xz -9` or numpy writing gigabytes back hold tens of MiB here).
+    /// Lock-free.
+    pub fn table_bytes(&self) -> usize {
+        let slots = self.high_water.load(Ordering::Relaxed);
+        let checksums = (slots * std::mem::size_of::<AtomicU64>()).next_multiple_of(PAGE_SIZE);
+        let bits = slots.div_ceil(8).next_multiple_of(PAGE_SIZE);
+        checksums + bits
     }
 
     /// Allocates `n` slots: one contiguous run if there is one, else any
@@ -228,6 +244,10 @@ impl SwapFile {
         }
         s.free -= n;
         s.cursor = i % self.nr_slots.max(1);
+        if let Some(&top) = out.iter().max() {
+            self.high_water
+                .fetch_max(top as usize + 1, Ordering::Relaxed);
+        }
         Ok(out)
     }
 
@@ -482,6 +502,25 @@ mod tests {
         assert_eq!(back, vec![4u8; PAGE_SIZE]);
         assert!(dev.is_written(slots[0]));
         assert!(!dev.is_written(slots[1] + 1));
+    }
+
+    #[test]
+    fn table_bytes_cover_the_slots_up_to_the_highest_given_out() {
+        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 20);
+        assert_eq!(dev.table_bytes(), 0, "nothing given out, nothing touched");
+        let first = dev.alloc(1000).unwrap();
+        // 8 KB of checksums (2 pages) and 125 bytes of bits (1 page).
+        assert_eq!(dev.table_bytes(), 3 * PAGE_SIZE);
+        let more = dev.alloc(9000).unwrap();
+        let high = 1 + *first.iter().chain(&more).max().unwrap() as usize;
+        assert_eq!(high, 10_000, "slots are given out from the start");
+        let want = (high * 8).next_multiple_of(PAGE_SIZE) + (high / 8).next_multiple_of(PAGE_SIZE);
+        assert_eq!(dev.table_bytes(), want);
+        // Freed slots leave the tables as resident as they were.
+        for s in more {
+            dev.free(s).unwrap();
+        }
+        assert_eq!(dev.table_bytes(), want);
     }
 
     #[test]

@@ -604,13 +604,15 @@ impl Swap {
     }
 
     /// Pages of memory the store holds for its owner, as a memcg charges
-    /// zswap: the pool's pages and the metadata of each stored entry (its
-    /// tree entry and LRU record, about [`ENTRY_METADATA_BYTES`]). The swap
-    /// cache is not counted: it is bounded (`swap_cache_pages`). Lock-free:
-    /// reclaim reads it at every fault.
+    /// zswap: the pool's pages, the metadata of each stored entry (its
+    /// tree entry and LRU record, about [`ENTRY_METADATA_BYTES`]) and the
+    /// swap file's resident per-slot tables (checksums and allocation
+    /// bits, [`SwapFile::table_bytes`]). The swap cache is not counted: it
+    /// is bounded (`swap_cache_pages`). Lock-free: reclaim reads it at
+    /// every fault.
     pub fn charged_pages(&self) -> usize {
         let metadata = self.zswap.stored_pages() * ENTRY_METADATA_BYTES;
-        self.zswap.pool_pages() + metadata.div_ceil(PAGE_SIZE)
+        self.zswap.pool_pages() + (metadata + self.dev.table_bytes()).div_ceil(PAGE_SIZE)
     }
 
     /// All counters, with the kernel's names.

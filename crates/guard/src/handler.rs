@@ -663,7 +663,7 @@ unsafe fn guarded(st: &State, nr: i64, args: &[u64; 6]) -> isize {
         return unsafe { crate::exec_copy::execve(st, nr, args) };
     }
     // SAFETY: forwarded from the caller.
-    if let Some(ret) = unsafe { piecewise_file_io(st, nr, args) } {
+    if let Some(ret) = unsafe { crate::piecewise::file_io(st, nr, args) } {
         return ret;
     }
     let mem = ProcMem::new();
@@ -689,80 +689,24 @@ pub(crate) fn with_pinned<T>(
     write: bool,
     call: impl FnOnce() -> T,
 ) -> T {
+    with_pinned_ranges(st, &[(addr, len)], write, call)
+}
+
+/// Runs `call` with the arena pages of every `(addr, len)` of `ranges`
+/// pinned (writable if `write`), then unpins them.
+pub(crate) fn with_pinned_ranges<T>(
+    st: &State,
+    ranges: &[(usize, usize)],
+    write: bool,
+    call: impl FnOnce() -> T,
+) -> T {
     let mut pins = PinSet::new(st);
-    pins.range(addr, len, write);
+    for &(addr, len) in ranges {
+        pins.range(addr, len, write);
+    }
     let ret = call();
     pins.release();
     ret
-}
-
-/// Bytes of one piece of a large file read or write ([`piecewise_file_io`]).
-pub(crate) const IO_PIECE: usize = 4 << 20;
-
-/// `read`, `write`, `pread64` or `pwrite64` of more than [`IO_PIECE`] bytes
-/// of the arena on a regular file, issued a piece at a time with only that
-/// piece's pages pinned, as the kernel's own copy brings a buffer in page
-/// by page. In one call, `read()` of a whole file into a fresh buffer
-/// (python's, node's `readFileSync`, java's `FileChannel.read`) held all
-/// of it resident at once, far past the limit. Regular files only: on a
-/// pipe or socket a second piece could block where one call would have
-/// returned, or split a datagram. The result is the sum of the pieces; a
-/// short piece ends it, and a failed one returns what came before it (as
-/// a short read or write would), or its error if it was the first.
-/// `None`: not such a call, issue it whole.
-///
-/// # Safety
-/// As for `guarded_syscall`.
-unsafe fn piecewise_file_io(st: &State, nr: i64, args: &[u64; 6]) -> Option<isize> {
-    let (kernel_writes, positioned) = match nr {
-        nr::READ => (true, false),
-        nr::WRITE => (false, false),
-        nr::PREAD64 => (true, true),
-        nr::PWRITE64 => (false, true),
-        _ => return None,
-    };
-    let (buf, len) = (args[1] as usize, args[2] as usize);
-    let touches_arena = buf < st.hi && buf.saturating_add(len) > st.lo;
-    if len <= IO_PIECE || !touches_arena || !is_regular_file(args[0]) {
-        return None;
-    }
-    bump(&counters::LIVE.piecewise_io);
-    let mut done = 0usize;
-    while done < len {
-        let n = IO_PIECE.min(len - done);
-        let mut piece = *args;
-        piece[1] = (buf + done) as u64;
-        piece[2] = n as u64;
-        if positioned {
-            piece[3] = args[3].wrapping_add(done as u64);
-        }
-        // SAFETY: the program's call on a part of its own buffer.
-        let ret = with_pinned(st, buf + done, n, kernel_writes, || unsafe {
-            syscall6(nr, piece)
-        });
-        if ret < 0 {
-            return Some(if done > 0 { done as isize } else { ret });
-        }
-        done += ret as usize;
-        if (ret as usize) < n {
-            break;
-        }
-    }
-    Some(done as isize)
-}
-
-/// Whether `fd` is open on a regular file (`fstat`, straight to the kernel).
-fn is_regular_file(fd: u64) -> bool {
-    // SAFETY: all-zero is a valid `stat`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes `st`, ours, and nothing else.
-    let rc = unsafe {
-        syscall6(
-            nr::FSTAT,
-            [fd, &mut st as *mut libc::stat as u64, 0, 0, 0, 0],
-        )
-    };
-    rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG
 }
 
 /// `rt_sigprocmask` inside a signal handler would be undone by

@@ -39,10 +39,11 @@
 //!    runtime's [`Pinner`] (which faults the pages in, writable when the
 //!    kernel will write, and keeps them from being evicted or
 //!    write-protected), issues the call through the trampoline, stores the
-//!    result in the frame's RAX, and unpins. A `read`, `write`, `pread64`
-//!    or `pwrite64` of more than 4 MiB on a regular file is issued in 4 MiB
-//!    pieces, each pinned for its own call only, so that one call never
-//!    holds a whole large buffer resident past the limit (the result is the
+//!    result in the frame's RAX, and unpins. A `read`, `write`, `pread64`,
+//!    `pwrite64` or vectored read or write (`readv` … `pwritev2`) of more
+//!    than 4 MiB on a regular file is issued in 4 MiB pieces (`piecewise`),
+//!    each pinned for its own call only, so that one call never holds a
+//!    whole large buffer resident past the limit (the result is the
 //!    pieces' sum; a short or failed piece ends it, as a short count would).
 //!    Signals that are not its traps go to the program's own SIGSYS
 //!    handler ([`chain_handler_for_program`]).
@@ -185,6 +186,7 @@ mod exec_copy;
 pub mod filter;
 mod handler;
 pub mod nr;
+mod piecewise;
 pub mod syscalls;
 pub mod trampoline;
 

@@ -117,7 +117,8 @@ fn large_file_io_under_the_guard_stays_near_the_limit() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("bigio: ok"), "{stdout}");
     let f = stats(&dir);
-    assert!(f.guard.is_some_and(|g| g.piecewise_io >= 4), "{f:?}");
+    // write, read, pread, the short pread, writev, readv and preadv.
+    assert!(f.guard.is_some_and(|g| g.piecewise_io >= 7), "{f:?}");
     assert!(f.runtime.evicted_pages > 3 * (96 << 8), "{f:?}");
     // 16 MiB of limit, a 4 MiB piece, the program, the library and the
     // pool's own pages: a constant well under the 96 MiB one call pinned.

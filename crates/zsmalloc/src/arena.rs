@@ -236,6 +236,19 @@ impl Arena {
         self.pages
     }
 
+    /// The `len` bytes of page `pfn` from `offset`, borrowed in place.
+    ///
+    /// # Safety
+    /// For the borrow's life the caller must hold a lock that excludes
+    /// writers of this byte range and the release of its page (the
+    /// object's stripe lock and the pool lock, or the pool write lock).
+    pub(crate) unsafe fn bytes(&self, pfn: u32, offset: usize, len: usize) -> &[u8] {
+        let src = self.byte_ptr(pfn, offset, len);
+        // SAFETY: byte_ptr checked the range lies inside the mapping, which
+        // lives as long as `self`; the caller excludes writers meanwhile.
+        unsafe { std::slice::from_raw_parts(src, len) }
+    }
+
     /// Copies `dst.len()` bytes out of page `pfn` from `offset`.
     ///
     /// # Safety

@@ -12,7 +12,8 @@
 //! * **Size classes** ([`class`]): 255 classes of 32..=4096 bytes in 16-byte
 //!   steps; each zspage chains the 1..=8 pages that waste least; classes of
 //!   equal shape merge. Objects straddle page boundaries; readers copy the
-//!   two halves.
+//!   two halves (`Pool::read_with` lends an object that lies in one page in
+//!   place, as `zs_obj_read_begin` maps it).
 //! * **Arena** (`arena`): one reserved anonymous mapping cut into pages named
 //!   by pfn (the buddy allocator's job). Releasing a zspage clears its page
 //!   descriptors and puts its pages on a *hot* free list, still resident and

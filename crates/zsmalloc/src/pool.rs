@@ -551,6 +551,37 @@ impl Pool {
         })?
     }
 
+    /// Calls `f` with the object's first `len` bytes, locked against
+    /// writers and compaction for the call: in place where they lie in one
+    /// page (the kernel's `zs_obj_read_begin`), else copied into a buffer
+    /// on the stack. Decompression reads the bytes where they are, without
+    /// the copy (and the zeroed page-sized buffer) of [`Pool::read`].
+    pub fn read_with<R>(
+        &self,
+        handle: Handle,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        self.with_locked_object(handle, false, |loc, spec, next_pfn| {
+            check_len(len, spec.size)?;
+            let span = obj_span(loc.obj_idx(), spec.size);
+            if len <= span.first_len {
+                // SAFETY: the stripe and the pool lock are held shared for
+                // the call, so no writer, migration or release touches
+                // these bytes while `f` reads them.
+                return Ok(f(unsafe { self.arena.bytes(loc.pfn(), span.offset, len) }));
+            }
+            let mut buf = [0u8; PAGE_SIZE];
+            let buf = buf.get_mut(..len).ok_or(Error::TooLong {
+                len,
+                capacity: PAGE_SIZE,
+            })?;
+            // SAFETY: as in `read`.
+            unsafe { self.copy_out(loc, spec.size, next_pfn, buf) };
+            Ok(f(buf))
+        })?
+    }
+
     /// Stores `data` at the start of the object.
     pub fn write(&self, handle: Handle, data: &[u8]) -> Result<(), Error> {
         self.with_locked_object(handle, true, |loc, spec, next_pfn| {

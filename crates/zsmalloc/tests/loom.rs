@@ -4,7 +4,9 @@
 //! * `free` on the lockless path racing compaction that migrates the very
 //!   object being freed (the re-read-under-class-lock protocol);
 //! * the same race on the mainline pool-lock path;
-//! * a reader racing the `free` that empties its zspage (deferred release).
+//! * a reader racing the `free` that empties its zspage (deferred release);
+//! * an in-place reader (`read_with`, what decompression uses) racing
+//!   compaction that migrates its object and releases the emptied page.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p zsmalloc --test loom --release`
 #![cfg(loom)]
@@ -95,6 +97,36 @@ fn reader_races_the_free_that_empties_its_zspage() {
         let h2 = store(&pool, 9);
         assert_eq!(read16(&pool, h2).unwrap(), [9; 16]);
         pool.free(h2).unwrap();
+        pool.free_deferred();
+        assert_eq!(pool.stats().pages_allocated, 0);
+    });
+}
+
+#[test]
+fn in_place_reader_races_compaction() {
+    loom::model(|| {
+        let pool = Arc::new(pool(FreePath::ClassLockOnly, PageRelease::AfterClassUnlock));
+        let h: Vec<Handle> = (0..4).map(|i| store(&pool, i as u8 + 1)).collect();
+        pool.free(h[1]).unwrap();
+        pool.free(h[3]).unwrap();
+        let class = pool.class_index(h[0]).unwrap();
+        let compactor = {
+            let pool = pool.clone();
+            thread::spawn(move || pool.compact_class(class).unwrap())
+        };
+        // The bytes lent in place stay the object's whole for the call,
+        // wherever compaction moves it before or after.
+        for (i, x) in [(0u8, h[0]), (2, h[2])] {
+            let whole = pool
+                .read_with(x, 16, |b| b == [i + 1; 16].as_slice())
+                .unwrap();
+            assert!(whole, "object {i} read in place");
+        }
+        compactor.join().unwrap();
+        assert_eq!(read16(&pool, h[0]).unwrap(), [1; 16]);
+        assert_eq!(read16(&pool, h[2]).unwrap(), [3; 16]);
+        pool.free(h[0]).unwrap();
+        pool.free(h[2]).unwrap();
         pool.free_deferred();
         assert_eq!(pool.stats().pages_allocated, 0);
     });

@@ -50,6 +50,8 @@ fn check_contents(pool: &Pool, live: &[(Handle, Vec<u8>)]) {
         let mut buf = vec![0; data.len()];
         pool.read(*h, &mut buf).expect("live handle reads");
         assert_eq!(&buf, data, "{h:?}");
+        let same = pool.read_with(*h, data.len(), |b| b == &data[..]);
+        assert!(same.expect("live handle reads in place"), "{h:?}");
     }
 }
 
@@ -84,6 +86,16 @@ fn run(ops: Vec<Op>, free_path: FreePath, page_release: PageRelease) {
                 assert_eq!(&buf, data);
                 let whole = pool.read_to_vec(*h).unwrap();
                 assert_eq!(&whole[..data.len()], &data[..]);
+                // In place or copied (a straddling object): the same bytes,
+                // and a prefix of them.
+                assert!(pool.read_with(*h, data.len(), |b| b == &data[..]).unwrap());
+                let half = data.len() / 2;
+                assert!(pool.read_with(*h, half, |b| b == &data[..half]).unwrap());
+                let cap = pool.obj_capacity(*h).unwrap();
+                assert!(matches!(
+                    pool.read_with(*h, cap + 1, |_| ()),
+                    Err(Error::TooLong { .. })
+                ));
             }
             Op::FreeStale(i) if !dead.is_empty() => {
                 let h = dead[i % dead.len()];
@@ -93,6 +105,10 @@ fn run(ops: Vec<Op>, free_path: FreePath, page_release: PageRelease) {
                     Err(Error::InvalidHandle(_))
                 ));
                 assert!(matches!(pool.write(h, &[1]), Err(Error::InvalidHandle(_))));
+                assert!(matches!(
+                    pool.read_with(h, 1, |_| ()),
+                    Err(Error::InvalidHandle(_))
+                ));
             }
             Op::Compact => {
                 let before = pool.stats().pages_allocated;

@@ -52,6 +52,9 @@ fn stress(free_path: FreePath, page_release: PageRelease) {
                             let mut buf = vec![0; size];
                             pool.read(h, &mut buf).unwrap();
                             assert_eq!(buf, fill(size, tag), "thread {t} op {i}");
+                            // In place, while compaction may move it.
+                            let same = pool.read_with(h, size, |b| b == &buf[..]).unwrap();
+                            assert!(same, "thread {t} op {i}: read_with");
                         }
                         _ if !live.is_empty() => {
                             let (h, tag, size) = live.swap_remove(rng.gen_range(0..live.len()));

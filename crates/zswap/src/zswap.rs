@@ -287,18 +287,18 @@ impl Zswap {
         Ok(true)
     }
 
+    /// Decompresses from the pool's bytes in place (`Pool::read_with`).
     fn decompress(&self, offset: u64, entry: &Entry, page: &mut [u8]) -> Result<(), ZswapError> {
-        let mut buf = [0u8; PAGE_SIZE];
-        let data = &mut buf[..entry.length];
-        self.pool.read(entry.handle, data)?;
-        if entry.length == PAGE_SIZE {
-            page.copy_from_slice(data);
-            return Ok(());
-        }
-        self.compressor
-            .decompress_page(data, page, PAGE_SIZE)
-            .map(drop)
-            .map_err(|source| ZswapError::Decompress { offset, source })
+        self.pool.read_with(entry.handle, entry.length, |data| {
+            if entry.length == PAGE_SIZE {
+                page.copy_from_slice(data);
+                return Ok(());
+            }
+            self.compressor
+                .decompress_page(data, page, PAGE_SIZE)
+                .map(drop)
+                .map_err(|source| ZswapError::Decompress { offset, source })
+        })?
     }
 
     fn remove_if_same(&self, offset: u64, entry: &Arc<Entry>) -> bool {

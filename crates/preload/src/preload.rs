@@ -168,6 +168,13 @@ struct RuntimePinner;
 
 impl guard::Pinner for RuntimePinner {
     fn pin(&self, addr: usize, len: usize, write: bool) -> guard::PinToken {
+        if is_runtime_thread() {
+            // The runtime's own I/O on region pages (eviction writing a run
+            // straight to the swap file when the pool refuses it) runs while
+            // the runtime holds those pages in flight: a pin would wait for
+            // the very operation that makes the call. It needs none.
+            return guard::PinToken { addr, len: 0 };
+        }
         match started() {
             // The runtime's process, or a vfork child sharing its memory
             // (and so its runtime, whose threads serve the child's faults).

@@ -14,6 +14,9 @@ use launch::report::ProcessReport;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Writes, rewrites and checks every byte on several threads.
+const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
+
 mod common;
 use common::{as_nobody, compile_c, run_report, text, uzswap_for_any_user, UZSWAP};
 
@@ -123,6 +126,36 @@ fn large_file_io_under_the_guard_stays_near_the_limit() {
     // 16 MiB of limit, a 4 MiB piece, the program, the library and the
     // pool's own pages: a constant well under the 96 MiB one call pinned.
     assert!(f.program.peak_rss_bytes < 48 << 20, "{f:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Under the guard, a pool far smaller than the pages evicted refuses
+/// them (its limit hit), so eviction writes runs straight from the region
+/// to the swap file with one `pwritev` each, a call the guard traps. The
+/// runtime holds those pages in flight while it writes them: pinning them
+/// for its own call waited for itself (a hang, with io_uring replaced by
+/// `pwritev`). Bounded by `timeout`, so a hang fails instead of stalling.
+#[test]
+fn eviction_straight_to_the_swap_file_under_the_guard() {
+    let dir = workdir("direct-disk");
+    let out = Command::new("timeout")
+        .args(["120", UZSWAP, "run", "-q", "--user-mode-only"])
+        .args(["--limit", "8M", "--pool-limit", "1M", "--stats-out"])
+        .arg(dir.join("stats"))
+        .args(["--", MEMCHECK, "--mib", "48", "--threads", "2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("uzswap-memcheck: ok"),
+        "exit {:?} (124: timed out)\n{stdout}\n{stderr}",
+        out.status
+    );
+    let f = stats(&dir);
+    assert!(f.guard.is_some_and(|g| g.traps > 0), "{f:?}");
+    // Pages went to the file without passing through the pool.
+    assert!(f.swap.pool_limit_hit > 0, "{f:?}");
+    assert!(f.swap.pswpout > f.swap.written_back_pages, "{f:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -39,20 +39,35 @@ fn read16(pool: &Pool, h: Handle) -> Result<[u8; 16], Error> {
     pool.read(h, &mut buf).map(|()| buf)
 }
 
-/// Two half-full zspages, so compaction moves one object into the other
-/// zspage; a second thread frees both survivors meanwhile.
+/// Four objects in two zspages, the second and fourth freed: two
+/// half-full zspages, so compaction moves one object into the other
+/// zspage. Returns the pool, the four handles and the compacting thread,
+/// started.
+fn compaction_of_two_half_full_zspages(
+    free_path: FreePath,
+    page_release: PageRelease,
+) -> (
+    Arc<Pool>,
+    Vec<Handle>,
+    thread::JoinHandle<zsmalloc::CompactStats>,
+) {
+    let pool = Arc::new(pool(free_path, page_release));
+    let h: Vec<Handle> = (0..4).map(|i| store(&pool, i as u8 + 1)).collect();
+    pool.free(h[1]).unwrap();
+    pool.free(h[3]).unwrap();
+    let class = pool.class_index(h[0]).unwrap();
+    let compactor = {
+        let pool = pool.clone();
+        thread::spawn(move || pool.compact_class(class).unwrap())
+    };
+    (pool, h, compactor)
+}
+
+/// Compaction of two half-full zspages; a second thread frees both
+/// survivors meanwhile.
 fn free_races_compaction(free_path: FreePath, page_release: PageRelease) {
     loom::model(move || {
-        let pool = Arc::new(pool(free_path, page_release));
-        let h: Vec<Handle> = (0..4).map(|i| store(&pool, i as u8 + 1)).collect();
-        pool.free(h[1]).unwrap();
-        pool.free(h[3]).unwrap();
-        let class = pool.class_index(h[0]).unwrap();
-
-        let compactor = {
-            let pool = pool.clone();
-            thread::spawn(move || pool.compact_class(class).unwrap())
-        };
+        let (pool, h, compactor) = compaction_of_two_half_full_zspages(free_path, page_release);
         // Whichever object compaction moves, free must find it.
         pool.free(h[0]).unwrap();
         let moved = compactor.join().unwrap();
@@ -105,15 +120,10 @@ fn reader_races_the_free_that_empties_its_zspage() {
 #[test]
 fn in_place_reader_races_compaction() {
     loom::model(|| {
-        let pool = Arc::new(pool(FreePath::ClassLockOnly, PageRelease::AfterClassUnlock));
-        let h: Vec<Handle> = (0..4).map(|i| store(&pool, i as u8 + 1)).collect();
-        pool.free(h[1]).unwrap();
-        pool.free(h[3]).unwrap();
-        let class = pool.class_index(h[0]).unwrap();
-        let compactor = {
-            let pool = pool.clone();
-            thread::spawn(move || pool.compact_class(class).unwrap())
-        };
+        let (pool, h, compactor) = compaction_of_two_half_full_zspages(
+            FreePath::ClassLockOnly,
+            PageRelease::AfterClassUnlock,
+        );
         // The bytes lent in place stay the object's whole for the call,
         // wherever compaction moves it before or after.
         for (i, x) in [(0u8, h[0]), (2, h[2])] {

@@ -150,7 +150,9 @@ unsafe fn vectored(st: &State, nr: i64, args: &[u64; 6]) -> Option<isize> {
         _ => args[3] != u64::MAX,
     };
     let (addr, cnt) = (args[1] as usize, args[2] as usize);
-    if addr == 0 || cnt == 0 || cnt as u64 > UIO_MAXIOV {
+    // The file first: one `fstat`, cheaper than reading the vector, and
+    // most vectored calls are on sockets and pipes (a server's replies).
+    if addr == 0 || cnt == 0 || cnt as u64 > UIO_MAXIOV || !is_regular_file(args[0]) {
         return None;
     }
     let mem = ProcMem::new();
@@ -162,7 +164,7 @@ unsafe fn vectored(st: &State, nr: i64, args: &[u64; 6]) -> Option<isize> {
     // The array stays pinned (read only) for the whole call.
     with_pinned(st, addr, cnt * IOVEC, false, || {
         let (total, touches) = array.survey(st)?;
-        if total <= IO_PIECE || !touches || !is_regular_file(args[0]) {
+        if total <= IO_PIECE || !touches {
             return None;
         }
         bump(&counters::LIVE.piecewise_io);

@@ -101,7 +101,7 @@ mod sys;
 mod uffd;
 
 pub use counters::RuntimeStats;
-pub use reclaim::THROTTLE_HEADROOM_BYTES;
+pub use reclaim::{throttle_headroom_bytes, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
 pub use runtime::{InjectFailure, Runtime, RuntimeConfig};
 pub use uffd::FaultMode;

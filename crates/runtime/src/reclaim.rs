@@ -31,6 +31,14 @@ pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
 /// with it as with 64 MiB.
 pub const THROTTLE_HEADROOM_BYTES: usize = 16 << 20;
 
+/// How far the charge may pass a limit of `limit_bytes` before faults are
+/// throttled: a quarter of the limit, at most [`THROTTLE_HEADROOM_BYTES`]
+/// (one reclaim batch aside). The one formula for the runtime's ceiling
+/// and for what reports hold a run's peak to.
+pub fn throttle_headroom_bytes(limit_bytes: usize) -> usize {
+    (limit_bytes / 4).min(THROTTLE_HEADROOM_BYTES)
+}
+
 impl Inner {
     /// Where reclaim stops once the limit is passed: a margin under it of
     /// 1/32 of the limit, at least one reclaim batch.
@@ -42,7 +50,7 @@ impl Inner {
     /// Residency past which faults wait for reclaim: the limit plus a
     /// quarter of it, at most [`THROTTLE_HEADROOM_BYTES`], plus one batch.
     fn ceiling(&self) -> usize {
-        let headroom = (self.limit_pages / 4).min(THROTTLE_HEADROOM_BYTES / PAGE);
+        let headroom = throttle_headroom_bytes(self.limit_pages * PAGE) / PAGE;
         self.limit_pages + headroom + self.cfg.reclaim_batch
     }
 

@@ -10,7 +10,8 @@
 //!
 //! A paged run must also keep the peak RSS of its largest process within
 //! [`peak_rss_bound`]: the runtime's own ceiling (the limit plus 16 MiB,
-//! where faults are throttled, as `memory.high` does) plus
+//! or a quarter of a limit under 64M, where faults are throttled, as
+//! `memory.high` does) plus
 //! [`PEAK_RSS_SLACK`] for what uzswap does not page (the interpreter, JIT
 //! code and libraries of node and the JVM, the largest) and its own
 //! tables; a run above it fails.
@@ -47,9 +48,10 @@ pub fn peak_rss_bound(limit: u64) -> u64 {
     limit + throttle_headroom(limit) + PEAK_RSS_SLACK
 }
 
-/// What the runtime lets the charge pass `limit` by before it throttles.
+/// What the runtime lets the charge pass `limit` by before it throttles
+/// ([`runtime::throttle_headroom_bytes`]).
 fn throttle_headroom(limit: u64) -> u64 {
-    (limit / 4).min(runtime::THROTTLE_HEADROOM_BYTES as u64)
+    runtime::throttle_headroom_bytes(limit as usize) as u64
 }
 
 /// What a case does under uzswap today.

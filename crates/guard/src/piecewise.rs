@@ -19,7 +19,7 @@
 use crate::counters::{self, bump};
 use crate::handler::{with_pinned, with_pinned_ranges, ProcMem, State};
 use crate::nr;
-use crate::syscalls::{UserMem, MAX_RW_COUNT, UIO_MAXIOV};
+use crate::syscalls::{UserMem, IOVEC, MAX_RW_COUNT, UIO_MAXIOV};
 use crate::trampoline::syscall6;
 
 /// Bytes of one piece.
@@ -28,9 +28,6 @@ pub(crate) const IO_PIECE: usize = 4 << 20;
 /// Most buffers in one piece of a vectored call (its `iovec` array lives
 /// on the handler's stack: 1 KiB).
 const PIECE_IOVS: usize = 64;
-
-/// Bytes of one `struct iovec`.
-const IOVEC: usize = 16;
 
 /// A large file read or write of the arena in pieces; `None`: not such a
 /// call, issue it whole.
@@ -74,9 +71,8 @@ unsafe fn flat(st: &State, nr: i64, args: &[u64; 6]) -> Option<isize> {
         let ret = with_pinned(st, buf + done, n, kernel_writes, || unsafe {
             syscall6(nr, piece)
         });
-        match settle(ret, n, &mut done) {
-            Some(last) => return Some(last),
-            None => continue,
+        if let Some(last) = settle(ret, n, &mut done) {
+            return Some(last);
         }
     }
     Some(done as isize)
@@ -109,7 +105,7 @@ struct IovArray<'m> {
 
 impl IovArray<'_> {
     fn get(&self, i: usize) -> Option<Iov> {
-        let at = self.addr.checked_add(i * IOVEC)?;
+        let at = self.addr.checked_add(i * IOVEC as usize)?;
         Some(Iov {
             base: self.mem.read_u64(at)? as usize,
             len: self.mem.read_u64(at + 8)? as usize,
@@ -162,7 +158,7 @@ unsafe fn vectored(st: &State, nr: i64, args: &[u64; 6]) -> Option<isize> {
         cnt,
     };
     // The array stays pinned (read only) for the whole call.
-    with_pinned(st, addr, cnt * IOVEC, false, || {
+    with_pinned(st, addr, cnt * IOVEC as usize, false, || {
         let (total, touches) = array.survey(st)?;
         if total <= IO_PIECE || !touches {
             return None;

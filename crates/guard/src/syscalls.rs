@@ -326,7 +326,8 @@ const SIGINFO: u64 = 128;
 const TIMEX: u64 = 208;
 const MSGHDR: u64 = 56;
 const MMSGHDR: u64 = 64;
-const IOVEC: u64 = 16;
+/// Bytes of one `struct iovec`.
+pub(crate) const IOVEC: u64 = 16;
 const IO_EVENT: u64 = 32;
 const IOCB: u64 = 64;
 const SIGEVENT: u64 = 64;

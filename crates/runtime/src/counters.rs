@@ -43,6 +43,12 @@ common::counters! {
     folio_swapins: u64,
     /// Pages evicted to the swap store.
     evicted_pages: u64,
+    /// Pages swapped in from the swap file that kept their slot, mapped
+    /// write-protected (clean swap-cache pages).
+    kept_clean: u64,
+    /// Of `evicted_pages`, those evicted clean: unwritten since swap-in,
+    /// so only unmapped (nothing compressed, stored or written).
+    evicted_clean: u64,
     /// Faults held back until reclaim caught up (`memory.high` throttling).
     throttled_faults: u64,
     /// Swap-ins of pages evicted less than a limit's worth of evictions ago.
@@ -82,6 +88,8 @@ impl Counters {
             Event::AroundPages => &self.around_pages,
             Event::FolioSwapin => &self.folio_swapins,
             Event::EvictedPages => &self.evicted_pages,
+            Event::KeptClean => &self.kept_clean,
+            Event::EvictedClean => &self.evicted_clean,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,
             Event::WorkingsetActivate => &self.workingset_activate,

@@ -4,12 +4,13 @@
 use crate::counters::Counters;
 use crate::forkcell::ForkCell;
 use crate::pagemap::PagemapScan;
-use crate::protocol::{Env, Event, KernelError, Slot, StoreError, StoreId, PAGE};
+use crate::protocol::{Env, Event, KernelError, Loaded, Slot, StoreError, StoreId, PAGE};
 use crate::shared::SharedLimit;
 use crate::swapin::FolioSwapin;
 use crate::sys;
 use crate::uffd::FaultMode;
 use common::wakeup::Wakeup;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use userfaultfd::Uffd;
@@ -162,6 +163,52 @@ impl RealEnv {
         Ok(())
     }
 
+    /// `UFFDIO_COPY` of one page, write-protected from the start
+    /// (`UFFDIO_COPY_MODE_WP`; the `userfaultfd` crate has no such call).
+    fn copy_protected(&self, src: &[u8], dst: usize, wake: bool) -> Result<(), KernelError> {
+        let mut mode = userfaultfd_sys::UFFDIO_COPY_MODE_WP;
+        if !wake {
+            mode |= userfaultfd_sys::UFFDIO_COPY_MODE_DONTWAKE;
+        }
+        for _ in 0..1000 {
+            let mut arg = userfaultfd_sys::uffdio_copy {
+                dst: dst as u64,
+                src: src.as_ptr() as u64,
+                len: src.len() as u64,
+                mode,
+                copy: 0,
+            };
+            // SAFETY: `arg` is a valid uffdio_copy for the call; `src` is a
+            // live buffer of `len` bytes; the destination page lies in a
+            // registered region and is in flight (owned by the calling
+            // operation), so nothing else maps it.
+            let r = unsafe {
+                libc::ioctl(
+                    self.uffd().as_raw_fd(),
+                    userfaultfd_sys::UFFDIO_COPY as _,
+                    &mut arg,
+                )
+            };
+            if r == 0 {
+                return Ok(());
+            }
+            let errno = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            // One page: a partial copy copied nothing; EAGAIN is a changing
+            // address space, tried again.
+            if errno != libc::EAGAIN {
+                return Err(kerr("UFFDIO_COPY (write-protected)", dst, src.len(), errno));
+            }
+        }
+        Err(kerr(
+            "UFFDIO_COPY (write-protected)",
+            dst,
+            src.len(),
+            libc::EAGAIN,
+        ))
+    }
+
     fn zeropage(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
         for again in 0.. {
             // SAFETY: the range lies in a registered region of ours.
@@ -216,8 +263,22 @@ impl Env for RealEnv {
         }
     }
 
-    fn map(&self, addr: usize, buf: &Vec<u8>, wake: bool) -> Result<(), KernelError> {
-        self.copy(&buf[..PAGE], addr, wake, "UFFDIO_COPY")
+    fn map_zeros_protected(&self, addr: usize) -> Result<(), KernelError> {
+        self.copy_protected(&self.zeros[..PAGE], addr, true)
+    }
+
+    fn map(
+        &self,
+        addr: usize,
+        buf: &Vec<u8>,
+        wake: bool,
+        protect: bool,
+    ) -> Result<(), KernelError> {
+        if protect {
+            self.copy_protected(&buf[..PAGE], addr, wake)
+        } else {
+            self.copy(&buf[..PAGE], addr, wake, "UFFDIO_COPY")
+        }
     }
 
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {
@@ -289,6 +350,20 @@ impl Env for RealEnv {
         }
     }
 
+    fn still_protected(&self, addr: usize, len: usize) -> Result<bool, KernelError> {
+        match &self.live().pagemap {
+            Some(p) => p.all_protected(addr, addr + len).map_err(|e| {
+                kerr(
+                    "PAGEMAP_SCAN",
+                    addr,
+                    len,
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                )
+            }),
+            None => Ok(false),
+        }
+    }
+
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
         let _gate = self.gated();
         let own = &self.live().own;
@@ -322,7 +397,8 @@ impl Env for RealEnv {
         out: &mut Vec<u8>,
         neighbours: &[Slot],
         at: Option<usize>,
-    ) -> Result<Vec<(Slot, Vec<u8>)>, StoreError> {
+        keep_clean: bool,
+    ) -> Result<Loaded<Vec<u8>>, StoreError> {
         let _gate = self.gated();
         out.resize(PAGE, 0);
         if store != StoreId::OWN {
@@ -337,15 +413,21 @@ impl Env for RealEnv {
                 .swap
                 .read_frozen(slot, out)
                 .map_err(|e| StoreError(e.to_string()))?;
-            return Ok(Vec::new());
+            return Ok(Loaded::default());
         }
         let mut got = Vec::new();
-        let own = &self.live().own;
+        let live = self.live();
+        let own = &live.own;
         let folio = match (&self.folio_swapin, at) {
             (Some(f), Some(at)) => f.wants_folio(at) && !neighbours.is_empty(),
             _ => false,
         };
-        if folio {
+        // A kept slot is evicted again only after `still_protected` says
+        // so: without PAGEMAP_SCAN nothing is kept.
+        let mut kept = Vec::new();
+        if keep_clean && live.pagemap.is_some() {
+            own.swap_in_keeping_clean(slot, out, neighbours, folio, &mut got, &mut kept)
+        } else if folio {
             own.swap_in_folio(slot, out, neighbours, &mut got)
         } else {
             own.swap_in_around(slot, out, neighbours, &mut got)
@@ -354,7 +436,13 @@ impl Env for RealEnv {
         if folio {
             self.counters.add(Event::FolioSwapin, 1);
         }
-        Ok(got.into_iter().map(|(s, b)| (s, b.into_vec())).collect())
+        Ok(Loaded {
+            kept: kept.contains(&slot),
+            around: got
+                .into_iter()
+                .map(|(s, b)| (s, b.into_vec(), kept.contains(&s)))
+                .collect(),
+        })
     }
 
     fn free(&self, store: StoreId, slot: Slot) {

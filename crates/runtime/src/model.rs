@@ -24,8 +24,8 @@
 //! fingerprint.
 
 use crate::protocol::{
-    self, Age, Cx, Env, Event, Evict, KernelError, MissingFault, PageState, Pin, Release, Slot,
-    State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
+    self, Age, Cx, Env, Event, Evict, KernelError, Loaded, MissingFault, PageState, Pin, Release,
+    Slot, State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
 };
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -48,6 +48,8 @@ struct KPage {
     value: Option<u8>,
     wp: bool,
     registered: bool,
+    /// Unmapped by the program itself (a raw discard), not since mapped.
+    discarded: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -79,6 +81,9 @@ struct ModelStore {
     next: Slot,
     /// Stores left that may be refused (each refusal is explored).
     refusals: u8,
+    /// Its pages are in the swap file: a load that may keep a clean
+    /// page's slot keeps it.
+    on_disk: bool,
 }
 
 /// The model's [`Env`]: the kernel and the store, borrowed for one step.
@@ -87,6 +92,7 @@ struct ModelEnv<'a> {
     s: RefCell<&'a mut ModelStore>,
     /// Refuse the next store (set by the explorer for the refusing branch).
     refuse: bool,
+    tun: &'a Tunables,
     violation: RefCell<Option<Violation>>,
 }
 
@@ -118,7 +124,9 @@ impl Env for ModelEnv<'_> {
             return Err(kerr("map_zeros", addr, pages * PAGE, libc::EEXIST));
         }
         for i in 0..pages {
-            k.page(addr + i * PAGE).value = Some(0);
+            let p = k.page(addr + i * PAGE);
+            p.value = Some(0);
+            p.discarded = false;
         }
         if wake {
             k.wake_range(addr, pages * PAGE);
@@ -126,7 +134,11 @@ impl Env for ModelEnv<'_> {
         Ok(())
     }
 
-    fn map(&self, addr: usize, buf: &u8, wake: bool) -> Result<(), KernelError> {
+    fn map_zeros_protected(&self, addr: usize) -> Result<(), KernelError> {
+        self.map(addr, &0, true, true)
+    }
+
+    fn map(&self, addr: usize, buf: &u8, wake: bool, protect: bool) -> Result<(), KernelError> {
         let mut k = self.k.borrow_mut();
         if !k.page(addr).registered {
             return Err(kerr("map", addr, PAGE, libc::ENOENT));
@@ -134,7 +146,10 @@ impl Env for ModelEnv<'_> {
         if k.page(addr).value.is_some() {
             return Err(kerr("map", addr, PAGE, libc::EEXIST));
         }
-        k.page(addr).value = Some(*buf);
+        let p = k.page(addr);
+        p.value = Some(*buf);
+        p.wp = protect;
+        p.discarded = false;
         if wake {
             k.wake_range(addr, PAGE);
         }
@@ -194,20 +209,41 @@ impl Env for ModelEnv<'_> {
         Ok(())
     }
 
+    fn still_protected(&self, addr: usize, len: usize) -> Result<bool, KernelError> {
+        let mut k = self.k.borrow_mut();
+        Ok((addr..addr + len).step_by(PAGE).all(|a| {
+            let p = *k.page(a);
+            p.value.is_some() && p.wp
+        }))
+    }
+
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
         let mut s = self.s.borrow_mut();
         if self.refuse {
             s.refusals -= 1;
             return Err(StoreError("refused".into()));
         }
-        let mut k = self.k.borrow_mut();
         let mut slots = Vec::new();
         for i in 0..pages {
-            let p = *k.page(addr + i * PAGE);
-            let Some(v) = p.value else {
-                // Invariant 3: the runtime would read an unmapped victim.
-                *self.violation.borrow_mut() = Some(Violation::EvictedUnmapped(addr + i * PAGE));
-                return Err(StoreError("unmapped".into()));
+            let a = addr + i * PAGE;
+            let p = *self.k.borrow_mut().page(a);
+            let v = match p.value {
+                Some(v) => v,
+                // Discarded by the program: the evictor's read faults, and
+                // the handler serves it (the protocol's own function).
+                None if p.discarded => {
+                    if let Err(e) = protocol::serve_evictor_fault(self, self.tun, a) {
+                        *self.violation.borrow_mut() = Some(Violation::Fatal(e.to_string()));
+                        return Err(StoreError("evictor fault".into()));
+                    }
+                    self.k.borrow_mut().page(a).value.unwrap_or(0)
+                }
+                None => {
+                    // Invariant 3: the runtime would read an unmapped victim.
+                    *self.violation.borrow_mut() =
+                        Some(Violation::EvictedUnmapped(addr + i * PAGE));
+                    return Err(StoreError("unmapped".into()));
+                }
             };
             s.next += 1;
             let slot = s.next;
@@ -224,16 +260,25 @@ impl Env for ModelEnv<'_> {
         out: &mut u8,
         neighbours: &[Slot],
         _at: Option<usize>,
-    ) -> Result<Vec<(Slot, u8)>, StoreError> {
+        keep_clean: bool,
+    ) -> Result<Loaded<u8>, StoreError> {
         let mut s = self.s.borrow_mut();
-        *out = s
-            .slots
-            .remove(&(store, slot))
-            .ok_or_else(|| StoreError(format!("slot {slot} empty")))?;
-        Ok(neighbours
-            .iter()
-            .filter_map(|&n| s.slots.remove(&(store, n)).map(|v| (n, v)))
-            .collect())
+        let keep = keep_clean && s.on_disk;
+        let mut take = |slot: Slot| {
+            if keep {
+                s.slots.get(&(store, slot)).copied()
+            } else {
+                s.slots.remove(&(store, slot))
+            }
+        };
+        *out = take(slot).ok_or_else(|| StoreError(format!("slot {slot} empty")))?;
+        Ok(Loaded {
+            kept: keep,
+            around: neighbours
+                .iter()
+                .filter_map(|&n| take(n).map(|v| (n, v, keep)))
+                .collect(),
+        })
     }
 
     fn free(&self, store: StoreId, slot: Slot) {
@@ -248,6 +293,11 @@ impl Env for ModelEnv<'_> {
 pub(crate) enum Access {
     Write(usize, u8),
     Read(usize),
+    /// A raw `MADV_DONTNEED` behind the runtime's back. The kernel unmaps
+    /// the page; the program then expects zeros if the page was settled
+    /// (resident) at that instant. One racing an operation in flight may be
+    /// lost (the runtime cannot see it), so it is then not done at all.
+    Discard(usize),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -268,6 +318,8 @@ enum Actor {
         tid: u8,
         script: Vec<Access>,
         pc: usize,
+        /// Per page, what this thread wrote (or discarded) last.
+        own: BTreeMap<usize, u8>,
     },
     /// A system call by thread `tid` on `page`: pins it, touches it, then
     /// the kernel reads it, or writes `value` into it.
@@ -326,6 +378,13 @@ pub(crate) enum Violation {
         page: usize,
     },
     EvictedUnmapped(usize),
+    /// A `Clean` page is mapped but unprotected, or its bytes are not its
+    /// slot's: its next eviction would lose a write.
+    CleanChanged(usize),
+    /// Two pages name one slot.
+    SlotShared(usize),
+    /// A slot of the store that no page names, at the end.
+    LeakedSlot(Slot),
     /// A page published `Swapped` is still mapped: the program's later
     /// writes there never reach the store, and the page is charged twice.
     SwappedMapped(usize),
@@ -346,6 +405,11 @@ impl std::fmt::Display for Violation {
             Self::BadRead { page, read } => write!(f, "a read of {page:#x} saw {read}"),
             Self::Efault { page } => write!(f, "a pinned system call got EFAULT on {page:#x}"),
             Self::EvictedUnmapped(p) => write!(f, "an evicted page {p:#x} was not mapped"),
+            Self::CleanChanged(p) => {
+                write!(f, "clean page {p:#x} is writable or differs from its slot")
+            }
+            Self::SlotShared(p) => write!(f, "page {p:#x} names a slot another page names"),
+            Self::LeakedSlot(s) => write!(f, "slot {s} is stored but no page names it"),
             Self::SwappedMapped(p) => write!(f, "page {p:#x} is swapped out yet still mapped"),
             Self::Stuck(who) => write!(f, "stuck: {who}"),
             Self::LeftInFlight => write!(f, "an operation was left in flight"),
@@ -367,6 +431,9 @@ pub(crate) struct Scenario {
     pub evict_want: usize,
     pub aging_passes: u8,
     pub store_refusals: u8,
+    /// The store's pages are in the swap file: read faults keep their
+    /// slots (`Clean` pages).
+    pub on_disk: bool,
     pub release: bool,
     /// The handler throttles the first missing fault it reads (maps the
     /// page, wakes the thread later).
@@ -386,6 +453,7 @@ impl Scenario {
         let mut k = Kernel::default();
         let mut s = ModelStore {
             refusals: self.store_refusals,
+            on_disk: self.on_disk,
             ..ModelStore::default()
         };
         let mut history = BTreeMap::new();
@@ -419,6 +487,7 @@ impl Scenario {
                 tid: t as u8,
                 script: script.clone(),
                 pc: 0,
+                own: BTreeMap::new(),
             });
         }
         for (j, &(page, value)) in self.syscalls.iter().enumerate() {
@@ -563,6 +632,7 @@ impl World {
             k: RefCell::new(&mut self.k),
             s: RefCell::new(&mut self.s),
             refuse,
+            tun: &sc.tun,
             violation: RefCell::new(None),
         };
         let cx = Cx {
@@ -601,25 +671,32 @@ impl World {
             };
         }
         match actor {
-            Actor::Program { tid, script, pc } => {
+            Actor::Program {
+                tid,
+                script,
+                pc,
+                own,
+            } => {
                 if *pc == script.len() || self.k.blocked[*tid as usize].is_some() {
                     return Outcome::Moved(false);
                 }
                 let (page, write) = match script[*pc] {
                     Access::Write(p, v) => (p, Some(v)),
                     Access::Read(p) => (p, None),
+                    Access::Discard(p) => {
+                        self.discard(p, own);
+                        *pc += 1;
+                        return Outcome::Moved(true);
+                    }
                 };
                 match tri!(self.access(*tid, page, write, false, sc.mode)) {
                     None => {}
                     Some(v) => {
                         if let Some(w) = write {
                             self.history.entry(page_addr(page)).or_default().push(w);
+                            own.insert(page, w);
                         } else {
-                            let own = script[..*pc].iter().rev().find_map(|a| match a {
-                                Access::Write(p, v) if *p == page => Some(*v),
-                                _ => None,
-                            });
-                            tri!(self.check_read(page, v, own));
+                            tri!(self.check_read(page, v, own.get(&page).copied()));
                         }
                         *pc += 1;
                     }
@@ -801,6 +878,53 @@ impl World {
         }
     }
 
+    /// A program's raw discard of `page` (see [`Access::Discard`]).
+    fn discard(&mut self, page: usize, own: &mut BTreeMap<usize, u8>) {
+        let addr = page_addr(page);
+        let settled = self
+            .st
+            .regions
+            .get(&BASE)
+            .is_none_or(|r| r.pages[page].state.is_resident());
+        if !settled {
+            return;
+        }
+        let kp = self.k.page(addr);
+        kp.value = None;
+        kp.wp = false;
+        kp.discarded = kp.registered;
+        self.history.entry(addr).or_default().push(0);
+        own.insert(page, 0);
+    }
+
+    /// Checked after every step: a `Clean` page is unmapped (discarded) or
+    /// mapped write-protected with its slot's bytes; and no slot is named
+    /// by two pages.
+    fn check_clean(&self) -> Result<(), Violation> {
+        let Some(r) = self.st.regions.get(&BASE) else {
+            return Ok(());
+        };
+        let mut named = HashSet::new();
+        for (i, p) in r.pages.iter().enumerate() {
+            let slot = match p.state {
+                PageState::Clean { slot } => {
+                    let kp = self.k.pages.get(&page_addr(i)).copied().unwrap_or_default();
+                    let stored = self.s.slots.get(&(StoreId::OWN, slot)).copied();
+                    if kp.value.is_some() && (!kp.wp || kp.value != stored) {
+                        return Err(Violation::CleanChanged(page_addr(i)));
+                    }
+                    (StoreId::OWN, slot)
+                }
+                PageState::Swapped { store, slot } => (store, slot),
+                _ => continue,
+            };
+            if !named.insert(slot) {
+                return Err(Violation::SlotShared(page_addr(i)));
+            }
+        }
+        Ok(())
+    }
+
     /// The end state: every page holds the last value written.
     fn check_end(&self, sc: &Scenario) -> Result<(), Violation> {
         if self.st.in_flight != 0
@@ -838,6 +962,20 @@ impl World {
                     wrote,
                 });
             }
+        }
+        let named: HashSet<(StoreId, Slot)> = self
+            .st
+            .regions
+            .values()
+            .flat_map(|r| r.pages.iter())
+            .filter_map(|p| match p.state {
+                PageState::Swapped { store, slot } => Some((store, slot)),
+                PageState::Clean { slot } => Some((StoreId::OWN, slot)),
+                _ => None,
+            })
+            .collect();
+        if let Some(&(_, slot)) = self.s.slots.keys().find(|k| !named.contains(k)) {
+            return Err(Violation::LeakedSlot(slot));
         }
         Ok(())
     }
@@ -883,6 +1021,10 @@ pub(crate) fn check(sc: &Scenario) -> Result<usize, Violation> {
                         let handler = matches!(&w.actors[i], Actor::Handler { .. });
                         if refuse && !handler && n.s.refusals == w.s.refusals {
                             continue;
+                        }
+                        if let Err(v) = n.check_clean() {
+                            print_trace(sc, &p, &v);
+                            return Err(v);
                         }
                         moved = true;
                         stack.push((n, p));
@@ -946,7 +1088,7 @@ fn print_trace(sc: &Scenario, path: &[(u8, bool)], v: &Violation) {
 mod tests {
     use super::*;
     use crate::protocol::Flaw;
-    use Access::{Read, Write};
+    use Access::{Discard, Read, Write};
 
     fn tun(folio: usize, cluster: u32, flaw: Option<Flaw>) -> Tunables {
         Tunables {
@@ -970,6 +1112,7 @@ mod tests {
             evict_want: 2,
             aging_passes: 1,
             store_refusals: 0,
+            on_disk: false,
             release: false,
             throttle: false,
             mode: Mode::KernelFaults,
@@ -989,6 +1132,7 @@ mod tests {
             evict_want: 2,
             aging_passes: 1,
             store_refusals: 0,
+            on_disk: false,
             release: false,
             throttle: true,
             mode: Mode::KernelFaults,
@@ -1008,6 +1152,7 @@ mod tests {
             evict_want: 1,
             aging_passes: 2,
             store_refusals: 1,
+            on_disk: false,
             release: false,
             throttle: false,
             mode: Mode::KernelFaults,
@@ -1028,6 +1173,7 @@ mod tests {
             evict_want: 2,
             aging_passes: 1,
             store_refusals: 1,
+            on_disk: false,
             release: false,
             throttle: false,
             mode: Mode::KernelFaults,
@@ -1048,6 +1194,7 @@ mod tests {
             evict_want: 1,
             aging_passes: 2,
             store_refusals: 0,
+            on_disk: false,
             release: false,
             throttle: true,
             mode: Mode::UserModeOnly,
@@ -1067,6 +1214,7 @@ mod tests {
             evict_want: 2,
             aging_passes: 0,
             store_refusals: 0,
+            on_disk: false,
             release: true,
             throttle: false,
             mode: Mode::KernelFaults,
@@ -1087,10 +1235,77 @@ mod tests {
             evict_want: 1,
             aging_passes: 0,
             store_refusals: 0,
+            on_disk: false,
             release: true,
             throttle: false,
             mode: Mode::KernelFaults,
             tun: tun(1, 0, None),
+        }
+    }
+
+    /// Pages swapped in from the swap file keep their slots (`Clean`): one
+    /// is written, one discarded behind the runtime's back and written
+    /// again, while the reclaimer evicts (clean runs without a store) and
+    /// the ager protects.
+    fn clean(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![Some((5, true)), Some((6, true))],
+            programs: vec![
+                vec![Read(0), Write(0, 1)],
+                vec![Read(1), Discard(1), Write(1, 2)],
+            ],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 2,
+            aging_passes: 0,
+            store_refusals: 0,
+            on_disk: true,
+            release: false,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 1, flaw),
+        }
+    }
+
+    /// A discarded clean page that nobody touches again before reclaim
+    /// takes it: it must come back as zeros, not as its slot's bytes.
+    fn clean_discarded(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![Some((5, true))],
+            programs: vec![vec![Read(0), Discard(0)], vec![]],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 1,
+            aging_passes: 0,
+            store_refusals: 0,
+            on_disk: true,
+            release: true,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
+    /// A resident page discarded behind the runtime's back while reclaim
+    /// takes it, then written: the evictor reads zeros, and the write must
+    /// wait for the eviction rather than land on a page about to go.
+    fn discarded_while_evicted(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![Some((5, false))],
+            programs: vec![vec![Discard(0), Write(0, 2)]],
+            syscalls: vec![],
+            evict_cycles: 1,
+            evict_want: 1,
+            aging_passes: 0,
+            store_refusals: 0,
+            on_disk: false,
+            release: false,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
         }
     }
 
@@ -1141,6 +1356,59 @@ mod tests {
     fn release_into_plain_memory_keeps_every_byte() {
         passes("release", release());
         passes("release during first touch", release_during_first_touch());
+    }
+
+    #[test]
+    fn clean_pages_keep_their_slots_safely_in_every_interleaving() {
+        passes("clean pages", clean(None));
+        passes("clean page discarded", clean_discarded(None));
+        let mut sc = clean_discarded(None);
+        sc.release = false;
+        sc.programs = vec![vec![Read(0), Discard(0)], vec![Read(0)]];
+        passes("clean page discarded, read again", sc);
+    }
+
+    #[test]
+    fn a_system_call_into_a_clean_page_never_faults_in_the_kernel() {
+        let mut sc = syscall(Some((5, true)), None);
+        sc.on_disk = true;
+        passes("syscall on a clean page", sc);
+    }
+
+    #[test]
+    fn a_write_after_a_discard_during_eviction_is_kept() {
+        passes("discarded while evicted", discarded_while_evicted(None));
+        let v = fails(
+            "evictor maps zeros writable",
+            discarded_while_evicted(Some(Flaw::EvictorZerosWritable)),
+        );
+        assert!(matches!(v, Violation::LostWrite { .. }), "{v:?}");
+    }
+
+    #[test]
+    fn a_clean_page_left_clean_after_a_write_loses_it() {
+        let v = fails("clean after write", clean(Some(Flaw::CleanAfterWrite)));
+        assert!(
+            matches!(
+                v,
+                Violation::CleanChanged(_)
+                    | Violation::LostWrite { .. }
+                    | Violation::BadRead { .. }
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn evicting_a_discarded_clean_page_unchecked_revives_old_bytes() {
+        let v = fails(
+            "clean eviction unchecked",
+            clean_discarded(Some(Flaw::CleanUnchecked)),
+        );
+        assert!(
+            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::os::fd::AsRawFd;
 
 const PAGE_IS_WRITTEN: u64 = 1 << 1;
 const PAGE_IS_PRESENT: u64 = 1 << 3;
+const PAGE_IS_SWAPPED: u64 = 1 << 4;
 /// `_IOWR('f', 16, struct pm_scan_arg)`.
 const PAGEMAP_SCAN: libc::c_ulong = 0xc060_6610;
 
@@ -54,6 +55,45 @@ impl PagemapScan {
         let mut out = Vec::new();
         scan.written(page, page + PAGE_SIZE, &mut out).ok()?;
         Some(scan)
+    }
+
+    /// Whether every page of `[start, end)` is mapped (present, or in the
+    /// kernel's own swap) and write-protected.
+    pub(crate) fn all_protected(&self, start: usize, end: usize) -> std::io::Result<bool> {
+        let mut vec = [PageRegion::default(); 16];
+        let mut from = start as u64;
+        while from < end as u64 {
+            let mut arg = PmScanArg {
+                size: std::mem::size_of::<PmScanArg>() as u64,
+                start: from,
+                end: end as u64,
+                vec: vec.as_mut_ptr() as u64,
+                vec_len: vec.len() as u64,
+                return_mask: PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                ..PmScanArg::default()
+            };
+            // SAFETY: as in `written`.
+            let n = unsafe { libc::ioctl(self.file.as_raw_fd(), PAGEMAP_SCAN, &mut arg) };
+            if n < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let regions = &vec[..n as usize];
+            // Pages with no category at all (not mapped) are left out of
+            // the answer: the regions must cover the range without a gap.
+            let mut at = from;
+            for r in regions {
+                let mapped = r.categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED) != 0;
+                if r.start != at || !mapped || r.categories & PAGE_IS_WRITTEN != 0 {
+                    return Ok(false);
+                }
+                at = r.end;
+            }
+            if arg.walk_end <= from || at != arg.walk_end {
+                return Ok(at >= end as u64);
+            }
+            from = arg.walk_end;
+        }
+        Ok(true)
     }
 
     /// Appends to `out` the `[start, end)` ranges of `[start, end)` that are

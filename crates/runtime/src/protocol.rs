@@ -106,14 +106,31 @@ pub enum PageState {
     Untouched,
     Filling,
     Resident,
+    /// Resident, and write-protected since a read fault brought it in from
+    /// the swap file: its bytes are still those at own-store `slot`, which
+    /// it keeps (a clean swap-cache page). Evicting it stores nothing: it
+    /// is unmapped and is `Swapped` at `slot` again. A write (a
+    /// write-protect fault) or a discard behind the runtime's back makes it
+    /// `Resident` and frees the slot.
+    Clean {
+        slot: Slot,
+    },
     Evicting,
     Loading,
-    Swapped { store: StoreId, slot: Slot },
+    Swapped {
+        store: StoreId,
+        slot: Slot,
+    },
 }
 
 impl PageState {
     pub fn in_flight(self) -> bool {
         matches!(self, Self::Filling | Self::Evicting | Self::Loading)
+    }
+
+    /// Mapped and settled: `Resident` or `Clean`.
+    pub fn is_resident(self) -> bool {
+        matches!(self, Self::Resident | Self::Clean { .. })
     }
 }
 
@@ -159,7 +176,7 @@ impl Page {
     };
 
     fn evictable(&self) -> bool {
-        self.state == PageState::Resident && self.pins == 0 && !self.shared
+        self.state.is_resident() && self.pins == 0 && !self.shared
     }
 }
 
@@ -284,7 +301,7 @@ impl State {
             r.id == rec.id
                 && r.pages
                     .get(rec.idx as usize)
-                    .is_some_and(|p| p.lru_gen == rec.gen && p.state == PageState::Resident)
+                    .is_some_and(|p| p.lru_gen == rec.gen && p.state.is_resident())
         })
     }
 
@@ -353,6 +370,10 @@ pub enum Event {
     AroundPages,
     FolioSwapin,
     EvictedPages,
+    /// Pages swapped in that kept their slot (`Clean`).
+    KeptClean,
+    /// Pages evicted `Clean`: unmapped, nothing stored or written.
+    EvictedClean,
     EvictFailures,
     WorkingsetRefault,
     WorkingsetActivate,
@@ -419,8 +440,17 @@ pub trait Env {
         write: bool,
         wake: bool,
     ) -> Result<(), KernelError>;
-    /// Maps one page holding `buf` at `addr`, waking its waiters if `wake`.
-    fn map(&self, addr: usize, buf: &Self::Buf, wake: bool) -> Result<(), KernelError>;
+    /// Maps a zeroed page at `addr`, write-protected, and wakes its waiters.
+    fn map_zeros_protected(&self, addr: usize) -> Result<(), KernelError>;
+    /// Maps one page holding `buf` at `addr`, waking its waiters if `wake`;
+    /// write-protected from the start if `protect` (`UFFDIO_COPY_MODE_WP`).
+    fn map(
+        &self,
+        addr: usize,
+        buf: &Self::Buf,
+        wake: bool,
+        protect: bool,
+    ) -> Result<(), KernelError>;
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError>;
     fn protect(&self, addr: usize, len: usize) -> Result<(), KernelError>;
     /// Removes write protection, waking the writers blocked on it if `wake`.
@@ -444,6 +474,10 @@ pub trait Env {
         len: usize,
         out: &mut Vec<(usize, usize)>,
     ) -> Result<(), KernelError>;
+    /// Whether every page of `[addr, addr + len)` is still mapped and
+    /// write-protected: not written, and not discarded behind the runtime's
+    /// back. `false` where the environment cannot tell.
+    fn still_protected(&self, addr: usize, len: usize) -> Result<bool, KernelError>;
 
     /// Stores the `pages` mapped, write-protected pages at `addr` (read in
     /// place); returns one slot per page. An error stores nothing.
@@ -454,6 +488,9 @@ pub trait Env {
     /// the store hands over are returned (and freed likewise), the rest
     /// stay stored. `at`: the address a fault's page is for (the store's
     /// locality policy may use it); `None` for a load that is no fault.
+    /// `keep_clean`: a page read from the swap file may keep its slot
+    /// (the store says which did, in [`Loaded`]), as the kernel's swap
+    /// cache keeps a clean page's.
     fn load(
         &self,
         store: StoreId,
@@ -461,11 +498,21 @@ pub trait Env {
         out: &mut Self::Buf,
         neighbours: &[Slot],
         at: Option<usize>,
-    ) -> Result<Vec<(Slot, Self::Buf)>, StoreError>;
+        keep_clean: bool,
+    ) -> Result<Loaded<Self::Buf>, StoreError>;
     /// Frees a slot whose page is no longer wanted.
     fn free(&self, store: StoreId, slot: Slot);
 
     fn count(&self, event: Event, n: usize);
+}
+
+/// What [`Env::load`] handed over besides the page asked for.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Loaded<B> {
+    /// The page asked for kept its slot (it was read from the swap file).
+    pub kept: bool,
+    /// Neighbours handed over: slot, bytes, and whether the slot was kept.
+    pub around: Vec<(Slot, B, bool)>,
 }
 
 /// Settings the protocol follows.
@@ -510,6 +557,15 @@ pub enum Flaw {
     /// A batch's unmap leaves out all but its last stored run, yet reports
     /// every run unmapped.
     BatchUnmapsLastRunOnly,
+    /// A write to a `Clean` page removes the protection but leaves the
+    /// page `Clean`: its next eviction keeps the old bytes.
+    CleanAfterWrite,
+    /// Eviction of a `Clean` run trusts the state and does not check that
+    /// the pages are still mapped and protected.
+    CleanUnchecked,
+    /// The evictor's fault on its own discarded victim maps the zero page
+    /// writable (the version before stop 29).
+    EvictorZerosWritable,
 }
 
 impl Tunables {
@@ -603,18 +659,19 @@ enum MissingPc<B> {
         tries: u8,
     },
     /// Map what was loaded, one page per step: the fault's own page
-    /// (`own`, until mapped), then the neighbours in `got`.
+    /// (`own`, until mapped), then the neighbours in `got`; each with the
+    /// slot it kept, if any (mapped write-protected, published `Clean`).
     Map {
         base: usize,
-        own: Option<(usize, B)>,
-        got: Vec<(usize, B)>,
-        mapped: Vec<usize>,
+        own: Option<(usize, B, Option<Slot>)>,
+        got: Vec<(usize, B, Option<Slot>)>,
+        mapped: Vec<(usize, Option<Slot>)>,
         around: Vec<(usize, Slot)>,
         store: StoreId,
     },
     LoadDone {
         base: usize,
-        mapped: Vec<usize>,
+        mapped: Vec<(usize, Option<Slot>)>,
         around: Vec<(usize, Slot)>,
         store: StoreId,
     },
@@ -623,6 +680,8 @@ enum MissingPc<B> {
         addr: usize,
         len: usize,
     },
+    /// A `Clean` page found discarded and mapped with zeros: free its slot.
+    FreeSlot(Slot),
 }
 
 impl<B: Clone + Default> MissingFault<B> {
@@ -679,20 +738,24 @@ impl<B: Clone + Default> MissingFault<B> {
             } => {
                 let mut buf = B::default();
                 let wanted: Vec<Slot> = around.iter().map(|a| a.1).collect();
-                match cx
-                    .env
-                    .load(store, slot, &mut buf, &wanted, Some(page_addr(base, idx)))
-                {
+                // A read fault's pages may keep their slots on the swap
+                // file (a write fault's page is written at once).
+                let keep = !self.write && store == StoreId::OWN;
+                let at = Some(page_addr(base, idx));
+                match cx.env.load(store, slot, &mut buf, &wanted, at, keep) {
                     Ok(loaded) => {
                         let got = loaded
+                            .around
                             .into_iter()
-                            .filter_map(|(s, b)| {
-                                around.iter().find(|a| a.1 == s).map(|&(i, _)| (i, b))
+                            .filter_map(|(s, b, kept)| {
+                                let i = around.iter().find(|a| a.1 == s)?.0;
+                                Some((i, b, (keep && kept).then_some(s)))
                             })
                             .collect();
+                        let own_kept = (keep && loaded.kept).then_some(slot);
                         self.pc = MissingPc::Map {
                             base,
-                            own: Some((idx, buf)),
+                            own: Some((idx, buf, own_kept)),
                             got,
                             mapped: Vec::new(),
                             around,
@@ -734,7 +797,7 @@ impl<B: Clone + Default> MissingFault<B> {
                     Some(page) => Some(page),
                     None => got.pop(),
                 };
-                let Some((i, b)) = next else {
+                let Some((i, b, kept)) = next else {
                     self.pc = MissingPc::LoadDone {
                         base,
                         mapped,
@@ -746,10 +809,10 @@ impl<B: Clone + Default> MissingFault<B> {
                 // Neighbours brought by fault-around: their waiters are not
                 // throttled.
                 let wake = self.wake || page_addr(base, i) != self.addr;
-                match cx.env.map(page_addr(base, i), &b, wake) {
-                    Ok(()) => mapped.push(i),
+                match cx.env.map(page_addr(base, i), &b, wake, kept.is_some()) {
+                    Ok(()) => mapped.push((i, kept)),
                     // The address space is changing: try the page again.
-                    Err(e) if e.is(libc::EAGAIN) => got.push((i, b)),
+                    Err(e) if e.is(libc::EAGAIN) => got.push((i, b, kept)),
                     Err(e) => return Err(e.into()),
                 }
                 self.pc = MissingPc::Map {
@@ -774,11 +837,17 @@ impl<B: Clone + Default> MissingFault<B> {
                 st.changed(cx.changed);
                 cx.env
                     .count(Event::AroundPages, mapped.len().saturating_sub(1));
+                let kept = mapped.iter().filter(|m| m.1.is_some()).count();
+                cx.env.count(Event::KeptClean, kept);
                 let (lo, hi) = span(&mapped, &around);
                 Ok(self.wake_if(waiters, page_addr(base, lo), (hi - lo + 1) * PAGE))
             }
             MissingPc::Wake { addr, len } => {
                 cx.env.wake(addr, len)?;
+                Ok(Step::Done(()))
+            }
+            MissingPc::FreeSlot(slot) => {
+                cx.env.free(StoreId::OWN, slot);
                 Ok(Step::Done(()))
             }
         }
@@ -887,12 +956,7 @@ impl<B: Clone + Default> MissingFault<B> {
                 Ok(Step::Next)
             }
             PageState::Evicting if self.by_runtime => {
-                // The evictor reading its own victim faulted: the page was
-                // discarded behind the runtime's back (a raw MADV_DONTNEED),
-                // so by the kernel's rules it reads as zeros. The evictor
-                // owns the page and waits in this fault: nothing else maps it.
-                cx.env.count(Event::ExternalDiscard, 1);
-                zero_fill_or_wake(cx.env, self.addr, true)?;
+                serve_evictor_fault(cx.env, cx.tun, self.addr)?;
                 Ok(Step::Done(()))
             }
             PageState::Filling | PageState::Loading | PageState::Evicting => {
@@ -901,33 +965,67 @@ impl<B: Clone + Default> MissingFault<B> {
                 region.pages[idx].waiters = true;
                 Ok(Step::Done(()))
             }
-            PageState::Resident => {
+            PageState::Resident | PageState::Clean { .. } => {
                 // Mapped meanwhile by fault-around or a fill (EEXIST: wake),
                 // or discarded by the program itself (it reads as zeros, as
                 // the kernel says). Under the state lock: no eviction can
                 // start on the page and unmap it between the look and the
                 // fill, which would put zeros over its stored copy.
-                zero_fill_or_wake(cx.env, self.addr, self.wake)?;
+                let filled = zero_fill_or_wake(cx.env, self.addr, self.wake)?;
+                if let (true, PageState::Clean { slot }) = (filled, state) {
+                    // Discarded: its bytes are zeros now, not its slot's,
+                    // and the zero page is not write-protected.
+                    region.pages[idx].state = PageState::Resident;
+                    self.pc = MissingPc::FreeSlot(slot);
+                    return Ok(Step::Next);
+                }
                 Ok(Step::Done(()))
             }
         }
     }
 }
 
-/// Maps a zero page at `addr` where nothing is mapped, else wakes the
-/// threads waiting there (if `wake`).
-fn zero_fill_or_wake<E: Env>(env: &E, addr: usize, wake: bool) -> Result<(), Fatal> {
-    match env.map_zeros(addr, 1, false, wake) {
+/// The evictor reading its own victim at `addr` faulted: the page was
+/// discarded behind the runtime's back (a raw `MADV_DONTNEED`), so by the
+/// kernel's rules it reads as zeros. The evictor owns the page (`Evicting`)
+/// and waits in this fault: nothing else maps it. The zeros are mapped
+/// write-protected, as the run is: a write landing between this read and
+/// the run's unmap would be lost (the model checker found that write when
+/// the zero page was mapped writable).
+pub(crate) fn serve_evictor_fault<E: Env>(
+    env: &E,
+    tun: &Tunables,
+    addr: usize,
+) -> Result<(), Fatal> {
+    env.count(Event::ExternalDiscard, 1);
+    if tun.flawed(Flaw::EvictorZerosWritable) {
+        zero_fill_or_wake(env, addr, true)?;
+        return Ok(());
+    }
+    match env.map_zeros_protected(addr) {
         Ok(()) => Ok(()),
-        Err(e) if e.is(libc::EEXIST) && wake => Ok(env.wake(addr, PAGE)?),
-        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(env.wake(addr, PAGE)?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Maps a zero page at `addr` where nothing is mapped (`true`), else wakes
+/// the threads waiting there (if `wake`).
+fn zero_fill_or_wake<E: Env>(env: &E, addr: usize, wake: bool) -> Result<bool, Fatal> {
+    match env.map_zeros(addr, 1, false, wake) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is(libc::EEXIST) && wake => {
+            env.wake(addr, PAGE)?;
+            Ok(false)
+        }
+        Err(e) if e.is(libc::EEXIST) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }
 
 /// Lowest and highest page index among the fault's pages.
-fn span(mapped: &[usize], around: &[(usize, Slot)]) -> (usize, usize) {
-    let all = mapped.iter().copied().chain(around.iter().map(|a| a.0));
+fn span(mapped: &[(usize, Option<Slot>)], around: &[(usize, Slot)]) -> (usize, usize) {
+    let all = mapped.iter().map(|m| m.0).chain(around.iter().map(|a| a.0));
     let lo = all.clone().min().unwrap_or(0);
     let hi = all.max().unwrap_or(0);
     (lo, hi)
@@ -952,12 +1050,13 @@ fn publish_filled(st: &mut State, base: usize, first: usize, n: usize) -> bool {
     waiters
 }
 
-/// Loaded and mapped pages become resident; neighbours that the store did
-/// not hand over are swapped again at their slots.
+/// Loaded and mapped pages become resident (`Clean` where they kept their
+/// slot); neighbours that the store did not hand over are swapped again at
+/// their slots.
 fn publish_loaded(
     st: &mut State,
     base: usize,
-    mapped: &[usize],
+    mapped: &[(usize, Option<Slot>)],
     around: &[(usize, Slot)],
     store: StoreId,
 ) -> bool {
@@ -965,9 +1064,12 @@ fn publish_loaded(
         return false;
     };
     let mut waiters = false;
-    for &i in mapped {
+    for &(i, kept) in mapped {
         let p = &mut r.pages[i];
-        p.state = PageState::Resident;
+        p.state = match kept {
+            Some(slot) => PageState::Clean { slot },
+            None => PageState::Resident,
+        };
         waiters |= std::mem::take(&mut p.waiters);
     }
     for &(i, slot) in around {
@@ -978,7 +1080,7 @@ fn publish_loaded(
         }
     }
     st.resident += mapped.len();
-    for &i in mapped {
+    for &(i, _) in mapped {
         st.push_lru(base, i);
     }
     waiters
@@ -992,6 +1094,8 @@ fn publish_loaded(
 pub struct WpFault {
     pub addr: usize,
     unlocked_unprotect: bool,
+    /// A `Clean` page was written: the slot it kept goes.
+    free: Option<Slot>,
 }
 
 impl WpFault {
@@ -999,6 +1103,7 @@ impl WpFault {
         Self {
             addr: addr & !(PAGE - 1),
             unlocked_unprotect: false,
+            free: None,
         }
     }
 
@@ -1012,6 +1117,10 @@ impl WpFault {
             cx.env.unprotect(self.addr, PAGE, true)?;
             return Ok(Step::Done(()));
         }
+        if let Some(slot) = self.free.take() {
+            cx.env.free(StoreId::OWN, slot);
+            return Ok(Step::Done(()));
+        }
         let mut st = cx.lock();
         let Some((base, idx)) = st.locate(self.addr) else {
             return Ok(Step::Done(())); // not ours: unregistering woke the writer
@@ -1020,6 +1129,28 @@ impl WpFault {
         let page = &mut r.pages[idx];
         match page.state {
             PageState::Evicting => Ok(Step::Done(())),
+            PageState::Clean { slot } => {
+                // Written: no longer its slot's bytes. `Resident` before the
+                // protection goes, under the lock, so no eviction can take
+                // it as clean after the write.
+                cx.env.count(Event::WpFault, 1);
+                if !cx.tun.flawed(Flaw::CleanAfterWrite) {
+                    page.state = PageState::Resident;
+                    self.free = Some(slot);
+                }
+                cx.env.unprotect(self.addr, PAGE, true)?;
+                Ok(if self.free.is_some() {
+                    Step::Next
+                } else {
+                    Step::Done(())
+                })
+            }
+            // Mapped write-protected while it is loaded (`Clean` to be):
+            // the load wakes the writer once it is published.
+            PageState::Loading => {
+                page.waiters = true;
+                Ok(Step::Done(()))
+            }
             PageState::Resident => {
                 cx.env.count(Event::WpFault, 1);
                 // `armed` stays: the next aging pass finds the page
@@ -1055,6 +1186,8 @@ struct Run {
     base: usize,
     first: usize,
     n: usize,
+    /// Every page of it was `Clean`: its slots are kept, nothing is stored.
+    clean: bool,
 }
 
 impl Run {
@@ -1079,6 +1212,8 @@ pub struct Evict {
     /// After the unmap (`runs` holds the stored runs again): per run, its
     /// slots and whether it was unmapped; the current run's is the last.
     unmapped: Vec<(Vec<Slot>, bool)>,
+    /// The slots the `Clean` victims kept, by page address.
+    kept: BTreeMap<usize, Slot>,
     done: usize,
     pc: EvictPc,
 }
@@ -1086,8 +1221,12 @@ pub struct Evict {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 enum EvictPc {
     Pick,
-    /// Write-protect the current run: writers wait from now on.
+    /// Write-protect the current run: writers wait from now on. A clean
+    /// run is protected already: check that it still is, and mapped.
     Protect,
+    /// A clean run was found written or discarded behind the runtime's
+    /// back: free the slots it kept and evict it as any other.
+    Unkeep,
     /// Copy the run out into the store (its bytes are stable).
     Store,
     /// Unmap every stored run of the batch at once (one TLB flush).
@@ -1113,6 +1252,7 @@ impl Evict {
             runs: Vec::new(),
             stored: Vec::new(),
             unmapped: Vec::new(),
+            kept: BTreeMap::new(),
             done: 0,
             pc: EvictPc::Pick,
         }
@@ -1163,6 +1303,11 @@ impl Evict {
                     return Ok(Step::Done(0));
                 }
                 let victims = pick_victims(&mut st, self.want, cx.env);
+                for &(base, idx, kept) in &victims {
+                    if let Some(slot) = kept {
+                        self.kept.insert(page_addr(base, idx), slot);
+                    }
+                }
                 self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
                 // Runs are taken from the back: reverse to go oldest first.
                 self.runs.reverse();
@@ -1175,6 +1320,17 @@ impl Evict {
                 self.pc = EvictPc::Protect;
                 Ok(Step::Next)
             }
+            EvictPc::Protect if self.run().clean => {
+                let run = self.run();
+                let intact = cx.tun.flawed(Flaw::CleanUnchecked)
+                    || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
+                self.pc = if intact {
+                    EvictPc::Store
+                } else {
+                    EvictPc::Unkeep
+                };
+                Ok(Step::Next)
+            }
             EvictPc::Protect => {
                 let run = self.run();
                 self.pc = match cx.env.protect(run.addr(), run.len()) {
@@ -1183,6 +1339,31 @@ impl Evict {
                     Err(_) => EvictPc::UndoFree(Vec::new()),
                 };
                 Ok(Step::Next)
+            }
+            EvictPc::Unkeep => {
+                // The pages are ours (`Evicting`): their slots go, and they
+                // are stored from what is mapped now (zeros where
+                // discarded: the evictor's own fault maps them).
+                let run = self.run();
+                for a in (run.addr()..run.addr() + run.len()).step_by(PAGE) {
+                    if let Some(slot) = self.kept.remove(&a) {
+                        cx.env.free(StoreId::OWN, slot);
+                    }
+                }
+                if let Some(r) = self.runs.last_mut() {
+                    r.clean = false;
+                }
+                self.pc = EvictPc::Protect;
+                Ok(Step::Next)
+            }
+            EvictPc::Store if self.run().clean => {
+                let run = self.run();
+                let slots = (run.addr()..run.addr() + run.len())
+                    .step_by(PAGE)
+                    .filter_map(|a| self.kept.remove(&a))
+                    .collect();
+                self.stored.push((run, slots));
+                Ok(self.next_run(cx.tun.unmap_group_pages))
             }
             EvictPc::Store => {
                 let run = self.run();
@@ -1271,6 +1452,9 @@ impl Evict {
                 st.evictions += run.n as u64;
                 self.done += run.n;
                 cx.env.count(Event::EvictedPages, run.n);
+                if run.clean {
+                    cx.env.count(Event::EvictedClean, run.n);
+                }
                 st.end(run.base);
                 st.changed(cx.changed);
                 if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) {
@@ -1327,9 +1511,10 @@ impl Evict {
 }
 
 /// Takes up to `n` victims from the LRU, oldest first, marking them
-/// `Evicting`. A page refaulted within the workingset (active) or found
-/// written by aging (reprieves left) is passed over and queued again.
-fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize)> {
+/// `Evicting`: `(region base, page index, the slot a Clean page kept)`. A
+/// page refaulted within the workingset (active) or found written by aging
+/// (reprieves left) is passed over and queued again.
+fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize, Option<Slot>)> {
     let mut victims = Vec::new();
     let mut budget = st.lru.len();
     while victims.len() < n && budget > 0 {
@@ -1359,21 +1544,31 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize)
             st.lru.push_back(rec);
             continue;
         }
+        let kept = match page.state {
+            PageState::Clean { slot } => Some(slot),
+            _ => None,
+        };
         page.state = PageState::Evicting;
-        victims.push((rec.base, idx));
+        victims.push((rec.base, idx, kept));
     }
     victims
 }
 
 /// Groups victims into runs of neighbouring pages of one region, at most
-/// `folio` long and not crossing a folio boundary.
-fn group_runs(mut victims: Vec<(usize, usize)>, folio: usize) -> Vec<Run> {
+/// `folio` long and not crossing a folio boundary; a run is all clean or
+/// all not.
+fn group_runs(mut victims: Vec<(usize, usize, Option<Slot>)>, folio: usize) -> Vec<Run> {
     victims.sort_unstable();
     let mut runs: Vec<Run> = Vec::new();
-    for (base, idx) in victims {
+    for (base, idx, kept) in victims {
+        let clean = kept.is_some();
         match runs.last_mut() {
             Some(r)
-                if r.base == base && r.first + r.n == idx && r.n < folio && idx % folio != 0 =>
+                if r.base == base
+                    && r.first + r.n == idx
+                    && r.n < folio
+                    && idx % folio != 0
+                    && r.clean == clean =>
             {
                 r.n += 1
             }
@@ -1381,6 +1576,7 @@ fn group_runs(mut victims: Vec<(usize, usize)>, folio: usize) -> Vec<Run> {
                 base,
                 first: idx,
                 n: 1,
+                clean,
             }),
         }
     }
@@ -1473,7 +1669,7 @@ impl Age {
                     let lo = (start.max(base) - base) / PAGE;
                     let hi = (end.min(base + len) - base) / PAGE;
                     for p in &mut r.pages[lo..hi] {
-                        if p.state == PageState::Resident && p.armed {
+                        if p.state.is_resident() && p.armed {
                             p.reprieves = WRITTEN_REPRIEVES;
                             marked += 1;
                         }
@@ -1483,7 +1679,7 @@ impl Age {
                 let ignore_pins = cx.tun.flawed(Flaw::AgingIgnoresPins);
                 let mut ranges: Vec<(usize, usize)> = Vec::new();
                 for (i, p) in r.pages.iter_mut().enumerate() {
-                    let protect = p.state == PageState::Resident && (p.pins == 0 || ignore_pins);
+                    let protect = p.state.is_resident() && (p.pins == 0 || ignore_pins);
                     p.armed = protect;
                     if !protect {
                         continue;
@@ -1763,7 +1959,7 @@ impl<B: Clone + Default> Release<B> {
                 tries,
             } => {
                 let mut buf = B::default();
-                match cx.env.load(store, slot, &mut buf, &[], None) {
+                match cx.env.load(store, slot, &mut buf, &[], None, false) {
                     Ok(_) => self.pc = ReleasePc::Map { idx, buf },
                     Err(error) if tries + 1 >= SWAPIN_TRIES => {
                         return Err(Fatal::SwapIn {
@@ -1785,7 +1981,7 @@ impl<B: Clone + Default> Release<B> {
                 Ok(Step::Next)
             }
             ReleasePc::Map { idx, buf } => {
-                match cx.env.map(page_addr(self.base, idx), &buf, true) {
+                match cx.env.map(page_addr(self.base, idx), &buf, true, false) {
                     Ok(()) => self.pc = ReleasePc::Mapped { idx },
                     Err(e) if e.is(libc::EAGAIN) => self.pc = ReleasePc::Map { idx, buf },
                     Err(e) => return Err(e.into()),
@@ -1794,7 +1990,7 @@ impl<B: Clone + Default> Release<B> {
             }
             ReleasePc::Mapped { idx } => {
                 let mut st = cx.lock();
-                let waiters = publish_loaded(&mut st, self.base, &[idx], &[], StoreId::OWN);
+                let waiters = publish_loaded(&mut st, self.base, &[(idx, None)], &[], StoreId::OWN);
                 st.end(self.base);
                 st.changed(cx.changed);
                 drop(st);
@@ -1825,7 +2021,7 @@ impl<B: Clone + Default> Release<B> {
                 let resident = r
                     .pages
                     .iter()
-                    .filter(|p| matches!(p.state, PageState::Resident) && !p.shared)
+                    .filter(|p| p.state.is_resident() && !p.shared)
                     .count();
                 st.resident -= resident;
                 st.changed(cx.changed);
@@ -1834,6 +2030,7 @@ impl<B: Clone + Default> Release<B> {
                     .iter()
                     .filter_map(|p| match p.state {
                         PageState::Swapped { store, slot } => Some((store, slot)),
+                        PageState::Clean { slot } => Some((StoreId::OWN, slot)),
                         _ => None,
                     })
                     .collect();
@@ -1916,7 +2113,12 @@ pub fn adopt_after_fork(st: &mut State, parent_store: StoreId) {
             p.reprieves = 0;
             p.active = false;
             match p.state {
-                PageState::Resident => p.shared = true,
+                // A clean page's slot is in the parent's store: the child's
+                // copy is just resident.
+                PageState::Resident | PageState::Clean { .. } => {
+                    p.state = PageState::Resident;
+                    p.shared = true;
+                }
                 PageState::Swapped { store, slot } if store == StoreId::OWN => {
                     p.state = PageState::Swapped {
                         store: parent_store,
@@ -1938,7 +2140,7 @@ pub fn adopt_after_fork(st: &mut State, parent_store: StoreId) {
 pub fn resident_ranges(r: &RegionPages, base: usize) -> Vec<(usize, usize)> {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for (i, p) in r.pages.iter().enumerate() {
-        if p.state != PageState::Resident {
+        if !p.state.is_resident() {
             continue;
         }
         let a = page_addr(base, i);

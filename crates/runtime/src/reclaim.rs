@@ -194,7 +194,7 @@ impl Inner {
     /// One aging pass, at most every `aging_interval`, where writes are
     /// tracked and while tracking pays ([`crate::aging`]).
     fn maybe_age(&self) {
-        if self.env.live().pagemap.is_none() || !self.aging.ready() {
+        if !self.tracks_writes() || !self.aging.ready() {
             return;
         }
         if self.aging_pays() {
@@ -253,9 +253,15 @@ impl Inner {
         freed
     }
 
+    /// Writes are tracked: asked for (`track_writes`), and the kernel has
+    /// `PAGEMAP_SCAN`.
+    pub(crate) fn tracks_writes(&self) -> bool {
+        self.cfg.track_writes && self.env.live().pagemap.is_some()
+    }
+
     /// One aging pass now.
     pub(crate) fn age(&self) {
-        if self.env.live().pagemap.is_some() {
+        if self.tracks_writes() {
             let mut op = Age::new();
             self.drive(|cx| op.step(cx));
         }

@@ -282,11 +282,8 @@ pub(crate) fn new_live(
             })?),
             None => None,
         };
-    let pagemap = if cfg.track_writes {
-        PagemapScan::open()
-    } else {
-        None
-    };
+    // Aging (where `track_writes`) and clean pages' kept slots both need it.
+    let pagemap = PagemapScan::open();
     // SAFETY: eventfd(2) with valid flags; the result is checked.
     let stop_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if stop_fd < 0 {
@@ -417,7 +414,7 @@ impl Runtime {
             charged_pages: charged as u64,
             table_bytes: table as u64,
             limit_pages: self.inner.limit_pages as u64,
-            write_tracking: self.inner.env.live().pagemap.is_some(),
+            write_tracking: self.inner.tracks_writes(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..self.inner.env.counters.snapshot()
         }

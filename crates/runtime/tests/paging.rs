@@ -774,3 +774,76 @@ fn commits_inside_a_reservation_are_paged_and_decommit_to_prot_none() {
     assert!(b[299 * PAGE..] == expect[..], "into_plain keeps the bytes");
     drop(again);
 }
+
+/// Pages read back from the swap file keep their slots while unwritten
+/// (`Clean`, the kernel's clean swap-cache pages): evicted again, they are
+/// only unmapped. A written page, and one the program discards behind the
+/// runtime's back (a raw `MADV_DONTNEED`), lose the slot: every page still
+/// reads what the program last left there.
+#[test]
+fn clean_pages_go_back_to_their_slots_without_a_store() {
+    let mut cfg = config(64);
+    cfg.swap.max_pool_percent = 1; // a 160 KiB pool: nearly all goes to the file
+    let rt = Runtime::new(cfg).unwrap();
+    if !rt.stats().write_tracking {
+        eprintln!("no PAGEMAP_SCAN on this kernel: clean pages keep no slot");
+        return;
+    }
+    let npages = 1024;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region (the discards below are its own).
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    let expect_page = |i: usize, version: &dyn Fn(usize) -> Option<u64>| {
+        let mut e = vec![0u8; PAGE];
+        if let Some(v) = version(i) {
+            fill(&mut e, i, v);
+        }
+        e
+    };
+    let check = |mem: &[u8], version: &dyn Fn(usize) -> Option<u64>| {
+        for i in 0..npages {
+            let got = &mem[i * PAGE..(i + 1) * PAGE];
+            assert!(got == &expect_page(i, version)[..], "page {i} differs");
+        }
+    };
+    // Two read passes: the first swaps in from the file (slots kept), the
+    // second evicts those clean pages again to make room.
+    check(mem, &|_| Some(1));
+    check(mem, &|_| Some(1));
+    let s = rt.stats();
+    assert!(s.kept_clean > 500, "{s:?}");
+    assert!(s.evicted_clean > 500, "{s:?}");
+    // Now write every 4th page, discard every 4th + 1 behind the
+    // runtime's back, and read everything back twice.
+    for i in (0..npages).step_by(4) {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 2);
+    }
+    for i in (1..npages).step_by(4) {
+        let addr = mem[i * PAGE..].as_mut_ptr();
+        // Pinned, the page is brought in (a read: `Clean`) and stays: the
+        // kernel's discard then unmaps it (a raw discard of a page swapped
+        // out is not seen by the runtime, which the preload library's
+        // `madvise` covers).
+        let pinned = rt.pin(addr as usize, PAGE, false);
+        // SAFETY: a page of our own region; it reads as zeros from now on.
+        let r = unsafe { libc::madvise(addr.cast(), PAGE, libc::MADV_DONTNEED) };
+        assert_eq!(r, 0);
+        drop(pinned);
+    }
+    let now = |i: usize| match i % 4 {
+        0 => Some(2),
+        1 => None,
+        _ => Some(1),
+    };
+    check(mem, &now);
+    check(mem, &now);
+    let z = rt.swap_stats();
+    let s = rt.stats();
+    // Clean evictions wrote nothing: the file took no more pages (its
+    // writes, pool writeback included) than were evicted not clean.
+    assert!(s.external_discards > 0, "{s:?}");
+    assert!(z.pswpout <= s.evicted_pages - s.evicted_clean, "{s:?} {z}");
+}

@@ -148,7 +148,7 @@ pub struct RunArgs {
 type Counter = fn(&ProcessReport) -> u64;
 
 /// The rows users compare, in the kernel's names.
-const SUMMARY: [(&str, Counter); 20] = [
+const SUMMARY: [(&str, Counter); 21] = [
     ("peak_rss_bytes", |r| r.program.peak_rss_bytes),
     ("charged_pages", |r| r.runtime.charged_pages),
     ("region_allocs", |r| r.program.region_allocs),
@@ -159,6 +159,7 @@ const SUMMARY: [(&str, Counter); 20] = [
     ("zero_faults", |r| r.runtime.zero_faults),
     ("swapin_faults", |r| r.runtime.swapin_faults),
     ("evicted_pages", |r| r.runtime.evicted_pages),
+    ("evicted_clean", |r| r.runtime.evicted_clean),
     ("throttled_faults", |r| r.runtime.throttled_faults),
     ("workingset_refault", |r| r.runtime.workingset_refault),
     ("zswpout", |r| r.swap.zswpout),

@@ -252,7 +252,7 @@ impl Swap {
         neighbours: &[u64],
         around: &mut Vec<AroundPage>,
     ) -> Result<Source, ZswapError> {
-        self.swap_in_with(offset, page, neighbours, false, around)
+        self.swap_in_with(offset, page, neighbours, false, around, None)
     }
 
     /// [`Swap::swap_in_around`] for a fault that wants its whole folio
@@ -266,7 +266,34 @@ impl Swap {
         neighbours: &[u64],
         around: &mut Vec<AroundPage>,
     ) -> Result<Source, ZswapError> {
-        self.swap_in_with(offset, page, neighbours, true, around)
+        self.swap_in_with(offset, page, neighbours, true, around, None)
+    }
+
+    /// [`Swap::swap_in_around`] (or, with `folio`, [`Swap::swap_in_folio`])
+    /// where a page whose bytes are in the swap file keeps its slot, as the
+    /// kernel's swap cache keeps a clean page's: the caller maps it
+    /// write-protected, and evicts it again, unwritten, by unmapping it and
+    /// nothing more. The offsets that kept their slot (the target's and the
+    /// neighbours') are appended to `kept`; the caller frees each with
+    /// [`Swap::free`] once the page is written or dropped. Slots are kept
+    /// only while the swap file is less than half full (the kernel's
+    /// `vm_swap_full`).
+    pub fn swap_in_keeping_clean(
+        &self,
+        offset: u64,
+        page: &mut [u8],
+        neighbours: &[u64],
+        folio: bool,
+        around: &mut Vec<AroundPage>,
+        kept: &mut Vec<u64>,
+    ) -> Result<Source, ZswapError> {
+        self.swap_in_with(offset, page, neighbours, folio, around, Some(kept))
+    }
+
+    /// Whether a clean page may keep its slot: the swap file is less than
+    /// half full.
+    fn may_keep(&self) -> bool {
+        self.dev.free_slots() * 2 > self.dev.nr_slots()
     }
 
     fn swap_in_with(
@@ -276,38 +303,46 @@ impl Swap {
         neighbours: &[u64],
         pooled: bool,
         around: &mut Vec<AroundPage>,
+        mut kept: Option<&mut Vec<u64>>,
     ) -> Result<Source, ZswapError> {
         if page.len() != PAGE_SIZE {
             return Err(ZswapError::BadFolio);
         }
         self.check_offsets(&[offset])?;
+        if kept.is_some() && !self.may_keep() {
+            kept = None;
+        }
         let held = self.slot_lock(offset).lock();
-        let source = self.read_target(offset, page)?;
-        self.release_slot(offset)?;
+        let (source, clean) = self.read_target(offset, page)?;
+        match kept.as_deref_mut() {
+            Some(kept) if clean => kept.push(offset),
+            _ => self.release_slot(offset)?,
+        }
         drop(held);
-        self.hand_over(offset, neighbours, pooled, around);
+        self.hand_over(offset, neighbours, pooled, around, kept);
         self.trim_cache();
         Ok(source)
     }
 
-    /// Reads the target page, reading ahead as the policy says.
-    fn read_target(&self, offset: u64, page: &mut [u8]) -> Result<Source, ZswapError> {
+    /// Reads the target page, reading ahead as the policy says; and
+    /// whether its bytes are in the swap file (clean).
+    fn read_target(&self, offset: u64, page: &mut [u8]) -> Result<(Source, bool), ZswapError> {
         if let Some(cached) = self.cache.lock().pages.remove(&offset) {
             page.copy_from_slice(&cached.data);
             Counters::add(&self.counters.swap_ra_hit, 1);
-            return Ok(Source::SwapCache);
+            return Ok((Source::SwapCache, !cached.dirty));
         }
         if self.is_zero(offset) {
             page.fill(0);
             Counters::add(&self.counters.swpin_zero, 1);
-            return Ok(Source::Zero);
+            return Ok((Source::Zero, false));
         }
         if self.zswap.present(offset) {
             if self.cfg.readahead == Readahead::Always {
                 self.readahead(offset, true);
             }
             if self.zswap.load(offset, page)? {
-                return Ok(Source::Zswap);
+                return Ok((Source::Zswap, false));
             }
         }
         if self.dev.is_written(offset) {
@@ -318,7 +353,7 @@ impl Swap {
                 Readahead::DiskOnly => self.readahead(offset, false),
                 Readahead::Off => {}
             }
-            return Ok(Source::Disk);
+            return Ok((Source::Disk, true));
         }
         Err(ZswapError::NotStored(offset))
     }
@@ -368,13 +403,15 @@ impl Swap {
 
     /// Fault-around: the caller's neighbours that sit in the swap cache go
     /// to the caller; with `pooled`, those in zswap or zero-filled too.
-    /// A neighbour whose slot is busy, or that cannot be read, stays.
+    /// A neighbour whose slot is busy, or that cannot be read, stays. With
+    /// `kept`, a clean one (read ahead from the swap file) keeps its slot.
     fn hand_over(
         &self,
         offset: u64,
         neighbours: &[u64],
         pooled: bool,
         around: &mut Vec<AroundPage>,
+        mut kept: Option<&mut Vec<u64>>,
     ) {
         for &n in neighbours
             .iter()
@@ -385,6 +422,7 @@ impl Swap {
             };
             let cached = self.cache.lock().pages.remove(&n);
             let from_cache = cached.is_some();
+            let clean = cached.as_ref().is_some_and(|p| !p.dirty);
             let data = match cached {
                 Some(p) => p.data,
                 None if !pooled => continue,
@@ -393,9 +431,15 @@ impl Swap {
                     None => continue,
                 },
             };
-            // The page is out of the store now: it goes to the caller even
-            // if the slot cannot be freed (a leaked slot, never a lost page).
-            let _ = self.release_slot(n);
+            match kept.as_deref_mut() {
+                Some(kept) if clean => kept.push(n),
+                // The page is out of the store now: it goes to the caller
+                // even if the slot cannot be freed (a leaked slot, never a
+                // lost page).
+                _ => {
+                    let _ = self.release_slot(n);
+                }
+            }
             if from_cache {
                 Counters::add(&self.counters.swap_ra_hit, 1);
             }

@@ -5,8 +5,9 @@
 //! missing and write-protect modes. Each region page lives either in memory
 //! or in the [`zswap::Swap`] store. A resident limit (memcg `memory.high`'s
 //! role) makes a reclaim thread evict the oldest pages, kswapd-style. A
-//! fault that finds residency past 125% of the limit (plus one reclaim
-//! batch) is *throttled*: the handler maps its page but leaves the faulting
+//! fault that finds residency past the limit plus
+//! [`throttle_headroom_bytes`] (16 MiB, or a quarter of a small limit) plus
+//! one reclaim batch is *throttled*: the handler maps its page but leaves the faulting
 //! thread asleep, and wakes it once reclaim has caught up.
 //!
 //! ## The order of kernel calls, in short
@@ -27,6 +28,10 @@
 //!   unmapped in groups of at least `unmap_group_pages` (2) pages with one
 //!   `process_madvise`: each `madvise` is a TLB-shootdown IPI to the CPU
 //!   the program runs on, 13 µs against 0.8 µs per page batched here.
+//! * **Clean pages.** A read fault's page that comes from the swap file
+//!   keeps its slot and is mapped write-protected (`Clean`). Reclaim
+//!   unmaps such a page without storing it, once `PAGEMAP_SCAN` confirms
+//!   it is still mapped and protected; a write frees the slot first.
 //!
 //! ## Where things are
 //!

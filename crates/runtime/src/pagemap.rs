@@ -57,41 +57,59 @@ impl PagemapScan {
         Some(scan)
     }
 
+    /// One `PAGEMAP_SCAN` of `[from, end)`: the regions it found (those of
+    /// `category_mask`, with their `return_mask` categories) fill the front
+    /// of `vec`; returns how many, and where the walk ended.
+    fn scan(
+        &self,
+        from: u64,
+        end: u64,
+        vec: &mut [PageRegion],
+        category_mask: u64,
+        return_mask: u64,
+    ) -> std::io::Result<(usize, u64)> {
+        let mut arg = PmScanArg {
+            size: std::mem::size_of::<PmScanArg>() as u64,
+            start: from,
+            end,
+            vec: vec.as_mut_ptr() as u64,
+            vec_len: vec.len() as u64,
+            category_mask,
+            return_mask,
+            ..PmScanArg::default()
+        };
+        // SAFETY: PAGEMAP_SCAN reads `arg` and writes at most `vec_len`
+        // page_region entries into `vec`, which outlives the call.
+        let n = unsafe { libc::ioctl(self.file.as_raw_fd(), PAGEMAP_SCAN, &mut arg) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((n as usize, arg.walk_end))
+    }
+
     /// Whether every page of `[start, end)` is mapped (present, or in the
     /// kernel's own swap) and write-protected.
     pub(crate) fn all_protected(&self, start: usize, end: usize) -> std::io::Result<bool> {
         let mut vec = [PageRegion::default(); 16];
-        let mut from = start as u64;
-        while from < end as u64 {
-            let mut arg = PmScanArg {
-                size: std::mem::size_of::<PmScanArg>() as u64,
-                start: from,
-                end: end as u64,
-                vec: vec.as_mut_ptr() as u64,
-                vec_len: vec.len() as u64,
-                return_mask: PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                ..PmScanArg::default()
-            };
-            // SAFETY: as in `written`.
-            let n = unsafe { libc::ioctl(self.file.as_raw_fd(), PAGEMAP_SCAN, &mut arg) };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let regions = &vec[..n as usize];
-            // Pages with no category at all (not mapped) are left out of
-            // the answer: the regions must cover the range without a gap.
+        let (mut from, end) = (start as u64, end as u64);
+        let mask = PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+        while from < end {
+            // Every page matches (no category mask); pages not mapped come
+            // back with no category, or are left out: the regions must
+            // cover the range without a gap.
+            let (n, walk_end) = self.scan(from, end, &mut vec, 0, mask)?;
             let mut at = from;
-            for r in regions {
+            for r in &vec[..n] {
                 let mapped = r.categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED) != 0;
                 if r.start != at || !mapped || r.categories & PAGE_IS_WRITTEN != 0 {
                     return Ok(false);
                 }
                 at = r.end;
             }
-            if arg.walk_end <= from || at != arg.walk_end {
-                return Ok(at >= end as u64);
+            if walk_end <= from || at != walk_end {
+                return Ok(at >= end);
             }
-            from = arg.walk_end;
+            from = walk_end;
         }
         Ok(true)
     }
@@ -105,33 +123,15 @@ impl PagemapScan {
         out: &mut Vec<(usize, usize)>,
     ) -> std::io::Result<()> {
         let mut vec = [PageRegion::default(); 256];
-        let mut from = start as u64;
-        while from < end as u64 {
-            let mut arg = PmScanArg {
-                size: std::mem::size_of::<PmScanArg>() as u64,
-                start: from,
-                end: end as u64,
-                vec: vec.as_mut_ptr() as u64,
-                vec_len: vec.len() as u64,
-                category_mask: PAGE_IS_WRITTEN | PAGE_IS_PRESENT,
-                return_mask: PAGE_IS_WRITTEN | PAGE_IS_PRESENT,
-                ..PmScanArg::default()
-            };
-            // SAFETY: PAGEMAP_SCAN reads `arg` and writes at most `vec_len`
-            // page_region entries into `vec`, which outlives the call.
-            let n = unsafe { libc::ioctl(self.file.as_raw_fd(), PAGEMAP_SCAN, &mut arg) };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            out.extend(
-                vec[..n as usize]
-                    .iter()
-                    .map(|r| (r.start as usize, r.end as usize)),
-            );
-            if arg.walk_end <= from {
+        let (mut from, end) = (start as u64, end as u64);
+        let mask = PAGE_IS_WRITTEN | PAGE_IS_PRESENT;
+        while from < end {
+            let (n, walk_end) = self.scan(from, end, &mut vec, mask, mask)?;
+            out.extend(vec[..n].iter().map(|r| (r.start as usize, r.end as usize)));
+            if walk_end <= from {
                 break;
             }
-            from = arg.walk_end;
+            from = walk_end;
         }
         Ok(())
     }

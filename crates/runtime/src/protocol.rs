@@ -20,8 +20,13 @@
 //!                                       picked by   │  │ store refused /  │
 //!                                       reclaim     ▼  │ unmap failed     │
 //!                                                 Evicting ──unmapped──▶ Swapped
-//!                                                                         │
-//!                                           Resident ◀──mapped── Loading ◀┘ missing fault
+//!                                                   ▲                     │
+//!                                   picked (nothing │    Resident ◀──┐    │ missing
+//!                                   stored)         │     written /  │    │ fault
+//!                                                   │     discarded  │    ▼
+//!                                                 Clean ◀──mapped protected── Loading
+//!                                                         (a read fault's page
+//!                                                          from the swap file)
 //! ```
 //!
 //! * `Untouched`: never mapped; reads as zeros.
@@ -37,13 +42,22 @@
 //!   group is unmapped.
 //! * `Loading`: its stored copy is being mapped back.
 //! * `Swapped`: unmapped; its bytes are in store `store` at `slot`.
+//! * `Clean`: resident, mapped write-protected by the read fault that
+//!   brought it in from the swap file, whose slot it keeps (the kernel's
+//!   clean swap-cache page). Reclaim takes it like a resident page but
+//!   stores nothing: it checks that the page is still mapped and protected
+//!   ([`Env::still_protected`]; a page discarded behind the runtime's back
+//!   is stored as any other, as zeros) and unmaps it. A write-protect fault
+//!   makes it `Resident` (under the state lock, before the protection
+//!   goes) and frees the slot; so does a missing fault that finds it
+//!   discarded, and the region's release.
 //!
 //! `Filling`, `Evicting` and `Loading` are *in flight*: exactly one
 //! operation owns the page, and counts itself in its region's and the
 //! state's `in_flight`. Nothing else changes an in-flight page's state or
 //! mapping.
 //!
-//! ## Invariants (the model checker checks 1–5 in every interleaving)
+//! ## Invariants (the model checker checks 1–6 in every interleaving)
 //!
 //! 1. **No lost write.** The bytes a program wrote are the bytes it reads
 //!    back: a page is unmapped only after its copy is stored, and no write
@@ -60,7 +74,12 @@
 //!    system call ([`Pin`]) is not evicted and not write-protected by aging
 //!    while pinned, so the kernel can read and write it without a fault
 //!    (invariant of the syscall guard, checked by the model).
-//! 6. **A region's pages leave every structure with it.** LRU records name
+//! 6. **A `Clean` page holds its slot's bytes.** It is unmapped
+//!    (discarded behind the runtime's back) or mapped write-protected with
+//!    exactly the bytes at its slot; no slot is named by two pages, and
+//!    none outlives the pages that named it (checked by the model after
+//!    every step, and at the end).
+//! 7. **A region's pages leave every structure with it.** LRU records name
 //!    a region by id (never reused); records of a dropped region, or of a
 //!    page since evicted and refaulted, are dead and skipped, and are
 //!    compacted away once they outnumber the live ones.

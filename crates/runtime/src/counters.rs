@@ -49,6 +49,9 @@ common::counters! {
     /// Of `evicted_pages`, those evicted clean: unwritten since swap-in,
     /// so only unmapped (nothing compressed, stored or written).
     evicted_clean: u64,
+    /// Clean pages written: their slot freed, in a write-protect fault of
+    /// their own (not counted in `wp_faults`, write tracking's).
+    clean_written: u64,
     /// Faults held back until reclaim caught up (`memory.high` throttling).
     throttled_faults: u64,
     /// Swap-ins of pages evicted less than a limit's worth of evictions ago.
@@ -90,6 +93,7 @@ impl Counters {
             Event::EvictedPages => &self.evicted_pages,
             Event::KeptClean => &self.kept_clean,
             Event::EvictedClean => &self.evicted_clean,
+            Event::CleanWritten => &self.clean_written,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,
             Event::WorkingsetActivate => &self.workingset_activate,

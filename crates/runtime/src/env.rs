@@ -11,6 +11,7 @@ use crate::sys;
 use crate::uffd::FaultMode;
 use common::wakeup::Wakeup;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use userfaultfd::Uffd;
@@ -64,6 +65,11 @@ pub(crate) struct RealEnv {
     /// Every call into a store holds it (shared); a fork holds it alone, so
     /// that no thread is inside a store at the instant of the fork.
     pub gate: RwLock<()>,
+    /// Whether swap-ins keep clean pages' slots (`clean.rs`); taken with
+    /// `try_lock` only (a forked child that finds it held keeps the last
+    /// decision, `keeping_clean`).
+    clean_governor: Mutex<crate::clean::Governor>,
+    keeping_clean: AtomicBool,
 }
 
 fn errno_of(e: &userfaultfd::Error) -> i32 {
@@ -94,7 +100,21 @@ impl RealEnv {
             counters: Counters::default(),
             folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
             gate: RwLock::new(()),
+            clean_governor: Mutex::new(crate::clean::Governor::new(Default::default())),
+            keeping_clean: AtomicBool::new(true),
         }
+    }
+
+    /// The governor's word for a swap-in that could keep clean pages.
+    fn keeps_clean(&self) -> bool {
+        if let Ok(mut g) = self.clean_governor.try_lock() {
+            let keep = g.on_load(crate::clean::Reading {
+                kept_clean: self.counters.kept_clean.load(Ordering::Relaxed),
+                clean_written: self.counters.clean_written.load(Ordering::Relaxed),
+            });
+            self.keeping_clean.store(keep, Ordering::Relaxed);
+        }
+        self.keeping_clean.load(Ordering::Relaxed)
     }
 
     pub fn live(&self) -> &Live {
@@ -425,7 +445,7 @@ impl Env for RealEnv {
         // A kept slot is evicted again only after `still_protected` says
         // so: without PAGEMAP_SCAN nothing is kept.
         let mut kept = Vec::new();
-        if keep_clean && live.pagemap.is_some() {
+        if keep_clean && live.pagemap.is_some() && self.keeps_clean() {
             own.swap_in_keeping_clean(slot, out, neighbours, folio, &mut got, &mut kept)
         } else if folio {
             own.swap_in_folio(slot, out, neighbours, &mut got)

@@ -46,6 +46,8 @@
 //! * `reclaim.rs`: the reclaim thread, throttling, when aging runs.
 //! * `aging.rs`: whether aging (write tracking) pays: epochs with and
 //!   without it, faults per eviction compared, the cheaper one run.
+//! * `clean.rs`: whether swap-ins keep clean pages' slots: off where most
+//!   kept pages are written (each write a write-protect fault).
 //! * `region.rs`: the region API ([`Runtime::alloc`], drop,
 //!   [`Region::into_plain`], [`Runtime::commit`] for parts of a
 //!   reservation) and pins ([`Runtime::pin`]).
@@ -85,6 +87,7 @@
 
 mod aging;
 pub mod arena;
+mod clean;
 mod counters;
 mod env;
 pub mod fatal;

@@ -393,6 +393,9 @@ pub enum Event {
     KeptClean,
     /// Pages evicted `Clean`: unmapped, nothing stored or written.
     EvictedClean,
+    /// `Clean` pages written (a write-protect fault each; not write
+    /// tracking's, so not [`Event::WpFault`]).
+    CleanWritten,
     EvictFailures,
     WorkingsetRefault,
     WorkingsetActivate,
@@ -1152,7 +1155,7 @@ impl WpFault {
                 // Written: no longer its slot's bytes. `Resident` before the
                 // protection goes, under the lock, so no eviction can take
                 // it as clean after the write.
-                cx.env.count(Event::WpFault, 1);
+                cx.env.count(Event::CleanWritten, 1);
                 if !cx.tun.flawed(Flaw::CleanAfterWrite) {
                     page.state = PageState::Resident;
                     self.free = Some(slot);

@@ -399,6 +399,16 @@ impl Env for RealEnv {
                 unsafe { std::slice::from_raw_parts((addr + k * PAGE) as *const u8, PAGE) }
             })
             .collect();
+        // Fault in, before the store takes its slot locks, any page the
+        // program discarded behind our back: the handler serving that
+        // fault may itself wait for a slot lock of the same stripe (a
+        // swap-in), and the store would hold it while it reads the page.
+        // (A second raw discard of the same page in the next microseconds
+        // would still fault in there: documented, not handled.)
+        for page in &run {
+            // SAFETY: a readable byte of the mapped run (see above).
+            let _ = unsafe { std::ptr::read_volatile(page.as_ptr()) };
+        }
         match own.swap_out(&run, &slots) {
             Ok(_) => Ok(slots),
             Err(e) => {

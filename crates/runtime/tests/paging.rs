@@ -846,4 +846,12 @@ fn clean_pages_go_back_to_their_slots_without_a_store() {
     // writes, pool writeback included) than were evicted not clean.
     assert!(s.external_discards > 0, "{s:?}");
     assert!(z.pswpout <= s.evicted_pages - s.evicted_clean, "{s:?} {z}");
+    // Read once more (clean pages again), then end the runtime: every page
+    // comes back as plain memory, clean ones write-protected no more.
+    check(mem, &now);
+    drop(rt);
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 3);
+    }
+    check(mem, &|_| Some(3));
 }

@@ -141,92 +141,81 @@ impl RealEnv {
         self.gate.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `UFFDIO_COPY` of `src` to `dst`, finishing a partial copy (EAGAIN
+    /// `UFFDIO_COPY` of `src` to `dst`, write-protected from the start if
+    /// `protect` (`UFFDIO_COPY_MODE_WP`), finishing a partial copy (EAGAIN
     /// with progress) and retrying a changing address space.
     fn copy(
         &self,
         src: &[u8],
         dst: usize,
         wake: bool,
+        protect: bool,
         op: &'static str,
     ) -> Result<(), KernelError> {
         let mut done = 0;
         let mut again = 0;
         while done < src.len() {
-            // SAFETY: `src[done..]` is a live buffer; the destination lies in
-            // a registered region whose pages there are in flight (owned by
-            // the calling operation), so nothing else maps them.
-            let r = unsafe {
-                self.uffd().copy(
-                    src[done..].as_ptr() as *const libc::c_void,
-                    (dst + done) as *mut libc::c_void,
-                    src.len() - done,
-                    wake,
-                )
-            };
-            match r {
+            match self.copy_once(&src[done..], dst + done, wake, protect) {
                 Ok(n) => done += n,
-                Err(userfaultfd::Error::PartiallyCopied(n)) if n > 0 => done += n,
-                Err(e) if errno_of(&e) == libc::EAGAIN && again < 1000 => again += 1,
+                Err((libc::EAGAIN, n)) if n > 0 => done += n,
+                Err((libc::EAGAIN, _)) if again < 1000 => again += 1,
                 // The run crosses a mapping boundary (a program's mlock or
                 // madvise split the region): one fill must fit one mapping,
                 // so go page by page.
-                Err(e) if errno_of(&e) == libc::ENOENT && src.len() - done > PAGE => {
+                Err((libc::ENOENT, _)) if src.len() - done > PAGE => {
                     for off in (done..src.len()).step_by(PAGE) {
-                        self.copy(&src[off..off + PAGE], dst + off, wake, op)?;
+                        self.copy(&src[off..off + PAGE], dst + off, wake, protect, op)?;
                     }
                     return Ok(());
                 }
-                Err(e) => return Err(kerr(op, dst + done, src.len() - done, errno_of(&e))),
+                Err((errno, _)) => return Err(kerr(op, dst + done, src.len() - done, errno)),
             }
         }
         Ok(())
     }
 
-    /// `UFFDIO_COPY` of one page, write-protected from the start
-    /// (`UFFDIO_COPY_MODE_WP`; the `userfaultfd` crate has no such call).
-    fn copy_protected(&self, src: &[u8], dst: usize, wake: bool) -> Result<(), KernelError> {
-        let mut mode = userfaultfd_sys::UFFDIO_COPY_MODE_WP;
+    /// One `UFFDIO_COPY` ioctl, made here because the `userfaultfd` crate
+    /// has no write-protected mode: the bytes copied, or the errno and the
+    /// bytes copied before it.
+    fn copy_once(
+        &self,
+        src: &[u8],
+        dst: usize,
+        wake: bool,
+        protect: bool,
+    ) -> Result<usize, (i32, usize)> {
+        let mut mode = 0;
         if !wake {
             mode |= userfaultfd_sys::UFFDIO_COPY_MODE_DONTWAKE;
         }
-        for _ in 0..1000 {
-            let mut arg = userfaultfd_sys::uffdio_copy {
-                dst: dst as u64,
-                src: src.as_ptr() as u64,
-                len: src.len() as u64,
-                mode,
-                copy: 0,
-            };
-            // SAFETY: `arg` is a valid uffdio_copy for the call; `src` is a
-            // live buffer of `len` bytes; the destination page lies in a
-            // registered region and is in flight (owned by the calling
-            // operation), so nothing else maps it.
-            let r = unsafe {
-                libc::ioctl(
-                    self.uffd().as_raw_fd(),
-                    userfaultfd_sys::UFFDIO_COPY as _,
-                    &mut arg,
-                )
-            };
-            if r == 0 {
-                return Ok(());
-            }
-            let errno = std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO);
-            // One page: a partial copy copied nothing; EAGAIN is a changing
-            // address space, tried again.
-            if errno != libc::EAGAIN {
-                return Err(kerr("UFFDIO_COPY (write-protected)", dst, src.len(), errno));
-            }
+        if protect {
+            mode |= userfaultfd_sys::UFFDIO_COPY_MODE_WP;
         }
-        Err(kerr(
-            "UFFDIO_COPY (write-protected)",
-            dst,
-            src.len(),
-            libc::EAGAIN,
-        ))
+        let mut arg = userfaultfd_sys::uffdio_copy {
+            dst: dst as u64,
+            src: src.as_ptr() as u64,
+            len: src.len() as u64,
+            mode,
+            copy: 0,
+        };
+        // SAFETY: `arg` is a valid uffdio_copy for the call; `src` is a live
+        // buffer of `len` bytes; the destination lies in a registered region
+        // whose pages there are in flight (owned by the calling operation),
+        // so nothing else maps them.
+        let r = unsafe {
+            libc::ioctl(
+                self.uffd().as_raw_fd(),
+                userfaultfd_sys::UFFDIO_COPY as _,
+                &mut arg,
+            )
+        };
+        if r == 0 {
+            return Ok(src.len());
+        }
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        Err((errno, usize::try_from(arg.copy).unwrap_or(0)))
     }
 
     fn zeropage(&self, addr: usize, len: usize, wake: bool) -> Result<(), KernelError> {
@@ -277,14 +266,20 @@ impl Env for RealEnv {
             // the kernel's anonymous write fault does, rather than the zero
             // page and a copy-on-write fault (with its TLB flush) right after.
             let zeros = &self.zeros[..pages * PAGE];
-            self.copy(zeros, addr, wake, "UFFDIO_COPY (zeros)")
+            self.copy(zeros, addr, wake, false, "UFFDIO_COPY (zeros)")
         } else {
             self.zeropage(addr, pages * PAGE, wake)
         }
     }
 
     fn map_zeros_protected(&self, addr: usize) -> Result<(), KernelError> {
-        self.copy_protected(&self.zeros[..PAGE], addr, true)
+        self.copy(
+            &self.zeros[..PAGE],
+            addr,
+            true,
+            true,
+            "UFFDIO_COPY (zeros, protected)",
+        )
     }
 
     fn map(
@@ -294,11 +289,7 @@ impl Env for RealEnv {
         wake: bool,
         protect: bool,
     ) -> Result<(), KernelError> {
-        if protect {
-            self.copy_protected(&buf[..PAGE], addr, wake)
-        } else {
-            self.copy(&buf[..PAGE], addr, wake, "UFFDIO_COPY")
-        }
+        self.copy(&buf[..PAGE], addr, wake, protect, "UFFDIO_COPY")
     }
 
     fn wake(&self, addr: usize, len: usize) -> Result<(), KernelError> {

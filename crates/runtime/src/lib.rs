@@ -7,8 +7,8 @@
 //! role) makes a reclaim thread evict the oldest pages, kswapd-style. A
 //! fault that finds residency past the limit plus
 //! [`throttle_headroom_bytes`] (16 MiB, or a quarter of a small limit) plus
-//! one reclaim batch is *throttled*: the handler maps its page but leaves the faulting
-//! thread asleep, and wakes it once reclaim has caught up.
+//! one reclaim batch is *throttled*: the handler maps its page but leaves
+//! the faulting thread asleep, and wakes it once reclaim has caught up.
 //!
 //! ## The order of kernel calls, in short
 //!

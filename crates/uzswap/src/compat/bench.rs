@@ -396,6 +396,9 @@ impl Bench<'_> {
                     // The kernel's v1 memcg does not charge its pool.
                     argv.push("--uncharged-pool".into());
                 }
+                // The case's own flags first (`--small-objects` for the
+                // `-heap` cases), as `uzswap compat` runs it.
+                argv.extend(case.flags.iter().map(|f| f.to_string()));
                 argv.extend(self.args.uzswap_flag.iter().cloned());
                 argv.push("--".into());
                 argv.extend_from_slice(command);

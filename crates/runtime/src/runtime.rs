@@ -214,6 +214,37 @@ impl Inner {
         }
     }
 
+    /// Runs `f` (an eviction) with the calling thread counted as a runtime
+    /// thread: the evictor may fault on its own victim (discarded behind
+    /// the runtime's back), and the handler serves that fault with zeros
+    /// only for a runtime thread; any other thread it would make wait for
+    /// the eviction, that is, for itself.
+    pub fn as_runtime_thread<T>(&self, f: impl FnOnce() -> T) -> T {
+        let tid = crate::sys::gettid();
+        if self.is_runtime_thread(tid) {
+            return f();
+        }
+        let slot = loop {
+            let free = self.runtime_tids.iter().find(|slot| {
+                slot.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            });
+            match free {
+                Some(slot) => break slot,
+                // Every slot taken by other callers' evictions: wait for one.
+                None => std::thread::yield_now(),
+            }
+        };
+        struct Unregister<'a>(&'a AtomicI32);
+        impl Drop for Unregister<'_> {
+            fn drop(&mut self) {
+                self.0.store(0, Ordering::Release);
+            }
+        }
+        let _unregister = Unregister(slot);
+        f()
+    }
+
     /// Forgets the runtime threads (a forked child: they are the parent's).
     pub fn forget_runtime_threads(&self) {
         for slot in &self.runtime_tids {
@@ -434,7 +465,7 @@ impl Runtime {
 
     /// Evicts up to `n` of the oldest resident pages now; returns how many.
     pub fn reclaim(&self, n: usize) -> usize {
-        self.inner.evict(n)
+        self.inner.as_runtime_thread(|| self.inner.evict(n))
     }
 
     /// Runs one aging pass now (where writes are tracked), whatever the

@@ -70,6 +70,11 @@ pub(crate) struct RealEnv {
     /// decision, `keeping_clean`).
     clean_governor: Mutex<crate::clean::Governor>,
     keeping_clean: AtomicBool,
+    /// The copy of the run being stored: the store compresses from it, not
+    /// from the program's pages, so that no fault of ours can happen while
+    /// it holds its slot locks. Only the reclaimer stores; taken inside the
+    /// gate, so never held across a fork.
+    staging: Mutex<Vec<u8>>,
 }
 
 fn errno_of(e: &userfaultfd::Error) -> i32 {
@@ -102,6 +107,7 @@ impl RealEnv {
             gate: RwLock::new(()),
             clean_governor: Mutex::new(crate::clean::Governor::new(Default::default())),
             keeping_clean: AtomicBool::new(true),
+            staging: Mutex::new(Vec::new()),
         }
     }
 
@@ -381,25 +387,20 @@ impl Env for RealEnv {
         let slots = own
             .alloc_slots(pages)
             .map_err(|e| StoreError(e.to_string()))?;
-        let run: Vec<&[u8]> = (0..pages)
-            .map(|k| {
-                // SAFETY: the run is mapped and write-protected (it is
-                // `Evicting`): no thread changes its bytes while the store
-                // reads them in place. A page discarded behind our back
-                // faults, and the handler maps zeros (the kernel's answer).
-                unsafe { std::slice::from_raw_parts((addr + k * PAGE) as *const u8, PAGE) }
-            })
-            .collect();
-        // Fault in, before the store takes its slot locks, any page the
-        // program discarded behind our back: the handler serving that
-        // fault may itself wait for a slot lock of the same stripe (a
-        // swap-in), and the store would hold it while it reads the page.
-        // (A second raw discard of the same page in the next microseconds
-        // would still fault in there: documented, not handled.)
-        for page in &run {
-            // SAFETY: a readable byte of the mapped run (see above).
-            let _ = unsafe { std::ptr::read_volatile(page.as_ptr()) };
-        }
+        // Copy the run out first, with no lock of ours held: a page the
+        // program discarded behind our back faults here, and the handler
+        // maps zeros (the kernel's answer). The handler serving that fault
+        // may itself wait for a slot lock (a swap-in of the same stripe),
+        // which the store would hold while it read the program's page in
+        // place: reading a copy, it cannot fault.
+        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        staging.resize(pages * PAGE, 0);
+        // SAFETY: the run is mapped and write-protected (it is `Evicting`):
+        // no thread changes its bytes while they are copied, and every page
+        // of it is readable (a discarded one faults in as zeros).
+        let src = unsafe { std::slice::from_raw_parts(addr as *const u8, pages * PAGE) };
+        staging.copy_from_slice(src);
+        let run: Vec<&[u8]> = staging.chunks_exact(PAGE).collect();
         match own.swap_out(&run, &slots) {
             Ok(_) => Ok(slots),
             Err(e) => {

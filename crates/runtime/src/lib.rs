@@ -67,7 +67,8 @@
 //! ## Invariants of the runtime (beyond the protocol's)
 //!
 //! 1. Runtime threads never fault on a region page, except the evictor on
-//!    its own victim discarded behind its back (served with zeros). The
+//!    its own victim discarded behind its back (served with zeros), and
+//!    then only while it copies the run out, holding no lock. The
 //!    fault handler checks the faulting thread's id and ends the program
 //!    otherwise: with kernel faults handled, a runtime thread faulting
 //!    inside a system call would wait for itself.

@@ -40,11 +40,15 @@
 //!   one growing region (`small_heap.rs`), so a program made of small
 //!   objects (sqlite, redis) is paged too, as root and under the syscall
 //!   guard alike.
+//! - `madvise(MADV_DONTNEED or MADV_FREE)` inside one region is the
+//!   runtime's discard (`Runtime::discard`): the pages read zeros, their
+//!   slots go, the region stays paged (redis's fork child discards blocks
+//!   of the small-object heap it has saved; allocators purge).
 //! - Anything else a program does to a region's range (`munmap` of part,
-//!   `mremap`, `mprotect` to other than read-write, discarding `madvise`,
-//!   `MAP_FIXED` over it) first turns the region into plain memory (every
-//!   page swapped back in, unregistered) and then goes to the kernel: the
-//!   program sees exactly the kernel's semantics.
+//!   `mremap`, `mprotect` to other than read-write, other `madvise`
+//!   advice, `MAP_FIXED` over it) first turns the region into plain memory
+//!   (every page swapped back in, unregistered) and then goes to the
+//!   kernel: the program sees exactly the kernel's semantics.
 //!
 //! The runtime starts at the first large allocation (a program that makes
 //! none pays nothing), with the settings of the `UZSWAP_*` variables

@@ -518,6 +518,24 @@ pub fn within_region(addr: usize, len: usize) -> bool {
         .is_some_and(|(&base, e)| addr >= base && addr.saturating_add(len) <= base + e.region.len())
 }
 
+/// The program's `madvise(MADV_DONTNEED or MADV_FREE)` of a page-aligned
+/// range inside one region (a part of a large allocation, or of the
+/// small-object heap, as redis's fork child and allocators that purge do):
+/// the runtime discards those pages and the region stays paged. False
+/// where the range is not inside one region (the caller releases what it
+/// overlaps and passes the call on, as before).
+pub fn discard_in_region(addr: usize, len: usize) -> bool {
+    if !addr.is_multiple_of(common::PAGE_SIZE) || len == 0 || !within_region(addr, len) {
+        return false;
+    }
+    let Some(p) = started() else {
+        return false;
+    };
+    let _busy = force_busy();
+    p.runtime.discard(addr, len);
+    true
+}
+
 /// The usable size of a region pointer handed out by [`alloc`].
 pub fn usable_size(ptr: usize) -> Option<usize> {
     if !in_bounds(ptr, 1) {

@@ -298,6 +298,10 @@ pub(crate) enum Access {
     /// (resident) at that instant. One racing an operation in flight may be
     /// lost (the runtime cannot see it), so it is then not done at all.
     Discard(usize),
+    /// The program's `madvise(MADV_DONTNEED)` through the preload library:
+    /// the runtime's [`protocol::ProgramDiscard`]. The page reads zeros
+    /// afterwards, whatever was in flight on it.
+    Madvise(usize),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -320,6 +324,8 @@ enum Actor {
         pc: usize,
         /// Per page, what this thread wrote (or discarded) last.
         own: BTreeMap<usize, u8>,
+        /// The discard (`Access::Madvise`) under way.
+        discarding: Option<protocol::ProgramDiscard>,
     },
     /// A system call by thread `tid` on `page`: pins it, touches it, then
     /// the kernel reads it, or writes `value` into it.
@@ -488,6 +494,7 @@ impl Scenario {
                 script: script.clone(),
                 pc: 0,
                 own: BTreeMap::new(),
+                discarding: None,
             });
         }
         for (j, &(page, value)) in self.syscalls.iter().enumerate() {
@@ -676,11 +683,32 @@ impl World {
                 script,
                 pc,
                 own,
+                discarding,
             } => {
                 if *pc == script.len() || self.k.blocked[*tid as usize].is_some() {
                     return Outcome::Moved(false);
                 }
                 let (page, write) = match script[*pc] {
+                    Access::Madvise(p) => {
+                        let mut op = discarding
+                            .take()
+                            .unwrap_or_else(|| protocol::ProgramDiscard::new(page_addr(p), PAGE));
+                        match tri!(self.run_op(sc, false, |cx| op.step(cx))) {
+                            Step::Next => *discarding = Some(op),
+                            Step::Wait(seen) => {
+                                *discarding = Some(op);
+                                if self.st.changes == seen {
+                                    return Outcome::Moved(false);
+                                }
+                            }
+                            Step::Done(()) => {
+                                self.history.entry(page_addr(p)).or_default().push(0);
+                                own.insert(p, 0);
+                                *pc += 1;
+                            }
+                        }
+                        return Outcome::Moved(true);
+                    }
                     Access::Write(p, v) => (p, Some(v)),
                     Access::Read(p) => (p, None),
                     Access::Discard(p) => {
@@ -1088,7 +1116,7 @@ fn print_trace(sc: &Scenario, path: &[(u8, bool)], v: &Violation) {
 mod tests {
     use super::*;
     use crate::protocol::Flaw;
-    use Access::{Discard, Read, Write};
+    use Access::{Discard, Madvise, Read, Write};
 
     fn tun(folio: usize, cluster: u32, flaw: Option<Flaw>) -> Tunables {
         Tunables {
@@ -1309,6 +1337,51 @@ mod tests {
         }
     }
 
+    /// The program discards (`madvise` through the preload) a resident
+    /// page and a page read back from the swap file (`Clean`) while the
+    /// reclaimer evicts and the ager protects: each reads zeros after its
+    /// discard, keeps the write that follows, and no slot leaks.
+    fn program_discard(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 2,
+            initial: vec![Some((5, false)), Some((6, true))],
+            programs: vec![
+                vec![Madvise(0), Read(0), Write(0, 1)],
+                vec![Read(1), Madvise(1), Read(1)],
+            ],
+            syscalls: vec![],
+            evict_cycles: 2,
+            evict_want: 2,
+            aging_passes: 1,
+            store_refusals: 0,
+            on_disk: true,
+            release: false,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
+    /// A discard of a page a system call is using (user-mode-only: the
+    /// kernel must never find it unmapped) while the reclaimer evicts.
+    fn program_discard_of_a_pinned_page(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![Some((5, true))],
+            programs: vec![vec![Madvise(0), Write(0, 2), Read(0)]],
+            syscalls: vec![(0, None)],
+            evict_cycles: 1,
+            evict_want: 1,
+            aging_passes: 0,
+            store_refusals: 0,
+            on_disk: false,
+            release: true,
+            throttle: false,
+            mode: Mode::UserModeOnly,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
     fn passes(name: &str, sc: Scenario) {
         match check(&sc) {
             Ok(states) => {
@@ -1373,6 +1446,19 @@ mod tests {
         let mut sc = syscall(Some((5, true)), None);
         sc.on_disk = true;
         passes("syscall on a clean page", sc);
+    }
+
+    #[test]
+    fn the_programs_discard_is_safe_in_every_interleaving() {
+        passes("program discard", program_discard(None));
+        passes(
+            "program discard of a pinned page",
+            program_discard_of_a_pinned_page(None),
+        );
+        fails(
+            "discard ignoring operations in flight",
+            program_discard(Some(Flaw::DiscardIgnoresInFlight)),
+        );
     }
 
     #[test]

@@ -63,8 +63,8 @@
 //!    back: a page is unmapped only after its copy is stored, and no write
 //!    can land between the copy and the unmap (the page is write-protected
 //!    from before the copy until after the unmap).
-//! 2. **No wrong read.** A read sees zeros only for a page never written;
-//!    otherwise the last value written.
+//! 2. **No wrong read.** A read sees zeros only for a page never written,
+//!    or discarded since its last write; otherwise the last value written.
 //! 3. **Resident means mapped, swapped means unmapped.** A `Resident` or
 //!    `Evicting` page is mapped (or was discarded behind the runtime's
 //!    back, and reads as zeros); a `Swapped` page is not mapped.
@@ -90,7 +90,9 @@
 //! does so without it, except [`WpFault`], which removes write-tracking
 //! protection while holding it so that no eviction of that page can start
 //! in between (the model's `Flaw::UnprotectUnlocked` shows the lost write
-//! otherwise).
+//! otherwise), and [`ProgramDiscard`], which forgets the pages and unmaps
+//! them in one step under it, so that no operation starts on them in
+//! between.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
@@ -588,6 +590,9 @@ pub enum Flaw {
     /// The evictor's fault on its own discarded victim maps the zero page
     /// writable (the version before stop 29).
     EvictorZerosWritable,
+    /// The program's discard does not wait for the operations in flight
+    /// on its pages.
+    DiscardIgnoresInFlight,
 }
 
 impl Tunables {
@@ -1835,6 +1840,116 @@ impl Pin {
             return Ok(Step::Wait(st.changes));
         }
         Ok(Step::Done(()))
+    }
+}
+
+/// The program's own discard (`MADV_DONTNEED`, `MADV_FREE`) of the region
+/// pages of `[addr, addr + len)`, through the preload library: the
+/// kernel's meaning (they read as zeros from now on), and the regions stay
+/// the runtime's. It waits until no fork is being prepared, no page of the
+/// range is in flight and no aging pass or release is at work on their
+/// regions. Then, in one step under the state lock, every page of the range
+/// becomes `Untouched` (no longer charged; its slot, if it had one of this
+/// process's store, to be freed) and the kernel unmaps it: no operation can
+/// start on those pages in between, and a fault that comes after finds
+/// them untouched and maps zeros. A page a system call has pinned stays
+/// mapped, as zeros (the kernel may be using it).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ProgramDiscard {
+    pub addr: usize,
+    pub len: usize,
+    pc: DiscardPc,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum DiscardPc {
+    Settle,
+    Free(Vec<Slot>),
+}
+
+impl ProgramDiscard {
+    pub fn new(addr: usize, len: usize) -> Self {
+        Self {
+            addr,
+            len,
+            pc: DiscardPc::Settle,
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        match std::mem::replace(&mut self.pc, DiscardPc::Settle) {
+            DiscardPc::Settle => self.settle(cx),
+            DiscardPc::Free(slots) => {
+                for slot in slots {
+                    cx.env.free(StoreId::OWN, slot);
+                }
+                Ok(Step::Done(()))
+            }
+        }
+    }
+
+    fn settle<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let (start, end) = (self.addr, self.addr.saturating_add(self.len));
+        let mut busy = st.forking && !cx.tun.flawed(Flaw::DiscardIgnoresInFlight);
+        Pin::each_part(&mut st, start, end, |r, _, first, n| {
+            busy |= r.aging
+                || r.dying
+                || r.pages[first..first + n]
+                    .iter()
+                    .any(|p| p.state.in_flight());
+        });
+        if busy && !cx.tun.flawed(Flaw::DiscardIgnoresInFlight) {
+            return Ok(Step::Wait(st.changes));
+        }
+        let mut slots = Vec::new();
+        let mut parts = Vec::new();
+        let mut pinned = Vec::new();
+        let mut uncharged = 0;
+        Pin::each_part(&mut st, start, end, |r, base, first, n| {
+            parts.push((page_addr(base, first), n * PAGE));
+            for (i, p) in r.pages[first..first + n].iter_mut().enumerate() {
+                match p.state {
+                    PageState::Swapped {
+                        store: StoreId::OWN,
+                        slot,
+                    }
+                    | PageState::Clean { slot } => slots.push(slot),
+                    // An ancestor's slot: read-only here, nothing to free.
+                    _ => {}
+                }
+                if p.pins > 0 && p.state.is_resident() {
+                    // Mapped again as zeros below: still resident, and now
+                    // private (charged, on the LRU) if it was shared.
+                    p.state = PageState::Resident;
+                    p.armed = false;
+                    pinned.push((base, first + i, std::mem::take(&mut p.shared)));
+                    continue;
+                }
+                if p.state.is_resident() && !p.shared {
+                    uncharged += 1;
+                }
+                p.state = PageState::Untouched;
+                p.shared = false;
+                p.armed = false;
+                p.active = false;
+                p.reprieves = 0;
+            }
+        });
+        st.resident -= uncharged;
+        for (a, l) in parts {
+            cx.env.discard(a, l)?;
+        }
+        for (base, idx, was_shared) in pinned {
+            zero_fill_or_wake(cx.env, page_addr(base, idx), false)?;
+            if was_shared {
+                st.resident += 1;
+                st.push_lru(base, idx);
+            }
+        }
+        st.changed(cx.changed);
+        self.pc = DiscardPc::Free(slots);
+        Ok(Step::Next)
     }
 }
 

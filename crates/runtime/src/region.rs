@@ -3,7 +3,7 @@
 //! region pages.
 
 use crate::arena;
-use crate::protocol::{self, Pin, Release, PAGE};
+use crate::protocol::{self, Pin, ProgramDiscard, Release, PAGE};
 use crate::runtime::{Inner, Runtime};
 use crate::RuntimeError;
 use std::sync::Arc;
@@ -240,6 +240,16 @@ impl Runtime {
         let mut st = self.inner.lock();
         protocol::unpin(&mut st, addr, len);
         st.changed(&self.inner.changed);
+    }
+
+    /// The program's `madvise(MADV_DONTNEED)` (or `MADV_FREE`) of the
+    /// region pages of `[addr, addr + len)` (`addr` page-aligned): they
+    /// read as zeros from now on, their slots are freed, and the regions
+    /// stay paged ([`ProgramDiscard`]).
+    pub fn discard(&self, addr: usize, len: usize) {
+        let end = addr.saturating_add(len).div_ceil(PAGE) * PAGE;
+        let mut op = ProgramDiscard::new(addr, end.saturating_sub(addr));
+        self.inner.drive(|cx| op.step(cx));
     }
 }
 

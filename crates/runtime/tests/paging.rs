@@ -939,3 +939,89 @@ fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
     let s = rt.stats();
     assert!(s.evicted_pages > 1000 && s.swapin_faults > 100, "{s:?}");
 }
+
+/// The program's own discards through the runtime (`Runtime::discard`, the
+/// preload library's `madvise(MADV_DONTNEED)`), racing the reclaimer and
+/// swap-ins from the file: a discarded page reads zeros until written
+/// again, every other page what was written last, and the discards free
+/// the slots they drop (nothing leaks into the pool or the file).
+#[test]
+fn discards_through_the_runtime_read_zero_while_the_reclaimer_evicts() {
+    let mut cfg = config(128);
+    cfg.swap.max_pool_percent = 1;
+    let rt = Arc::new(Runtime::new(cfg).unwrap());
+    let per_thread = 512;
+    let threads = 2;
+    let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let pusher = {
+        let (rt, stop) = (rt.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                rt.reclaim(8);
+                std::thread::yield_now();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (region, rt) = (region.clone(), rt.clone());
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(200 + t as u64);
+                let first = t * per_thread;
+                let mut version = vec![0u64; per_thread]; // 0: zeros
+                let mut expect = vec![0u8; PAGE];
+                for _ in 0..8000 {
+                    let k = rng.gen_range(0..per_thread);
+                    let i = first + k;
+                    // SAFETY: each thread touches only its own pages.
+                    let page = unsafe {
+                        std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE)
+                    };
+                    match rng.gen_range(0..4) {
+                        0 | 1 => {
+                            version[k] = version.iter().max().unwrap() + 1;
+                            fill(page, i, version[k]);
+                        }
+                        2 => {
+                            rt.discard(page.as_ptr() as usize, PAGE);
+                            version[k] = 0;
+                        }
+                        _ => {
+                            if version[k] == 0 {
+                                assert!(page.iter().all(|&b| b == 0), "page {i} reads zero");
+                            } else {
+                                fill(&mut expect, i, version[k]);
+                                assert!(page == &expect[..], "page {i} version {}", version[k]);
+                            }
+                        }
+                    }
+                }
+                version
+            })
+        })
+        .collect();
+    let versions: Vec<Vec<u64>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    pusher.join().unwrap();
+    // Discard everything: every slot the region held goes back.
+    rt.discard(region.as_ptr() as usize, threads * per_thread * PAGE);
+    let z = rt.swap_stats();
+    let s = rt.stats();
+    assert!(s.evicted_pages > 1000 && s.swapin_faults > 100, "{s:?}");
+    assert_eq!(s.resident_pages, 0, "{s:?}");
+    assert_eq!(z.stored_pages, 0, "{z}");
+    let mut expect = vec![0u8; PAGE];
+    for (t, vs) in versions.iter().enumerate() {
+        for k in 0..vs.len() {
+            let i = t * per_thread + k;
+            // SAFETY: the workers are done.
+            let page = unsafe { std::slice::from_raw_parts(region.as_ptr().add(i * PAGE), PAGE) };
+            expect.fill(0);
+            assert!(
+                page == &expect[..],
+                "page {i} reads zero after the last discard"
+            );
+        }
+    }
+}

@@ -67,21 +67,10 @@ fn threads_write_while_the_reclaimer_evicts() {
 fn threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group: usize) {
     let mut cfg = config(256);
     cfg.unmap_group_pages = group;
-    let rt = Arc::new(Runtime::new(cfg).unwrap());
     let per_thread = 768;
     let threads = 4;
-    let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    // Extra eviction pressure from another thread, racing the writers.
-    let pusher = {
-        let (rt, stop) = (rt.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                rt.reclaim(16);
-                std::thread::yield_now();
-            }
-        })
-    };
+    let race = Race::new(cfg, threads * per_thread, 16);
+    let region = &race.region;
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let region = region.clone();
@@ -94,9 +83,7 @@ fn threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group: usize)
                     let k = rng.gen_range(0..per_thread);
                     let i = first + k;
                     // SAFETY: each thread touches only its own pages.
-                    let page = unsafe {
-                        std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE)
-                    };
+                    let page = unsafe { page_mut(&region, i) };
                     if rng.gen_bool(0.5) {
                         version[k] += 1;
                         fill(page, i, version[k]);
@@ -116,8 +103,7 @@ fn threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group: usize)
         })
         .collect();
     let versions: Vec<Vec<u64>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-    stop.store(true, Ordering::Relaxed);
-    pusher.join().unwrap();
+    let (rt, region) = race.finish();
     let mut expect = vec![0u8; PAGE];
     for (t, vs) in versions.iter().enumerate() {
         for (k, &v) in vs.iter().enumerate() {
@@ -134,6 +120,57 @@ fn threads_write_while_the_reclaimer_evicts_unmapping_in_groups_of(group: usize)
     }
     let s = rt.stats();
     assert!(s.evicted_pages > 1000 && s.swapin_faults > 100, "{s:?}");
+}
+
+/// Page `i` of `region`, to write.
+///
+/// # Safety
+/// No other thread uses page `i` while the slice lives.
+#[allow(clippy::mut_from_ref)]
+unsafe fn page_mut(region: &runtime::Region, i: usize) -> &mut [u8] {
+    // SAFETY: the page lies in the region's mapping; the caller keeps
+    // other threads off it.
+    unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE) }
+}
+
+/// Threads racing the reclaimer: a runtime, a region of `pages` pages,
+/// and a thread that asks for evictions of `push` pages over and over
+/// (pressure from outside the reclaimer) until [`Race::finish`].
+struct Race {
+    rt: Arc<Runtime>,
+    region: Arc<runtime::Region>,
+    stop: Arc<AtomicBool>,
+    pusher: std::thread::JoinHandle<()>,
+}
+
+impl Race {
+    fn new(cfg: RuntimeConfig, pages: usize, push: usize) -> Self {
+        let rt = Arc::new(Runtime::new(cfg).unwrap());
+        let region = Arc::new(rt.alloc(pages * PAGE).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let pusher = {
+            let (rt, stop) = (rt.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    rt.reclaim(push);
+                    std::thread::yield_now();
+                }
+            })
+        };
+        Self {
+            rt,
+            region,
+            stop,
+            pusher,
+        }
+    }
+
+    /// Stops the pushing thread.
+    fn finish(self) -> (Arc<Runtime>, Arc<runtime::Region>) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.pusher.join().unwrap();
+        (self.rt, self.region)
+    }
 }
 
 #[test]
@@ -867,20 +904,10 @@ fn clean_pages_go_back_to_their_slots_without_a_store() {
 fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
     let mut cfg = config(128);
     cfg.swap.max_pool_percent = 1; // swap-ins come from the file, under slot locks
-    let rt = Arc::new(Runtime::new(cfg).unwrap());
     let per_thread = 512;
     let threads = 2;
-    let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    let pusher = {
-        let (rt, stop) = (rt.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                rt.reclaim(8);
-                std::thread::yield_now();
-            }
-        })
-    };
+    let race = Race::new(cfg, threads * per_thread, 8);
+    let region = &race.region;
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for t in 0..threads {
         let (region, done_tx) = (region.clone(), done_tx.clone());
@@ -895,8 +922,7 @@ fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
                 let k = rng.gen_range(0..per_thread);
                 let i = first + k;
                 // SAFETY: each thread touches only its own pages.
-                let page =
-                    unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE) };
+                let page = unsafe { page_mut(&region, i) };
                 match rng.gen_range(0..4) {
                     0 | 1 => {
                         pages[k] = (pages[k].0 + 1, false);
@@ -934,8 +960,7 @@ fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
             .expect("a worker finished within 120 s (no deadlock) and found its pages intact");
         assert!(discards > 1000);
     }
-    stop.store(true, Ordering::Relaxed);
-    pusher.join().unwrap();
+    let (rt, _region) = race.finish();
     let s = rt.stats();
     assert!(s.evicted_pages > 1000 && s.swapin_faults > 100, "{s:?}");
 }
@@ -949,20 +974,10 @@ fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
 fn discards_through_the_runtime_read_zero_while_the_reclaimer_evicts() {
     let mut cfg = config(128);
     cfg.swap.max_pool_percent = 1;
-    let rt = Arc::new(Runtime::new(cfg).unwrap());
     let per_thread = 512;
     let threads = 2;
-    let region = Arc::new(rt.alloc(threads * per_thread * PAGE).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    let pusher = {
-        let (rt, stop) = (rt.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                rt.reclaim(8);
-                std::thread::yield_now();
-            }
-        })
-    };
+    let race = Race::new(cfg, threads * per_thread, 8);
+    let (region, rt) = (&race.region, &race.rt);
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let (region, rt) = (region.clone(), rt.clone());
@@ -975,9 +990,7 @@ fn discards_through_the_runtime_read_zero_while_the_reclaimer_evicts() {
                     let k = rng.gen_range(0..per_thread);
                     let i = first + k;
                     // SAFETY: each thread touches only its own pages.
-                    let page = unsafe {
-                        std::slice::from_raw_parts_mut(region.as_ptr().add(i * PAGE), PAGE)
-                    };
+                    let page = unsafe { page_mut(&region, i) };
                     match rng.gen_range(0..4) {
                         0 | 1 => {
                             version[k] = version.iter().max().unwrap() + 1;
@@ -1002,8 +1015,7 @@ fn discards_through_the_runtime_read_zero_while_the_reclaimer_evicts() {
         })
         .collect();
     let versions: Vec<Vec<u64>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-    stop.store(true, Ordering::Relaxed);
-    pusher.join().unwrap();
+    let (rt, region) = race.finish();
     // Discard everything: every slot the region held goes back.
     rt.discard(region.as_ptr() as usize, threads * per_thread * PAGE);
     let z = rt.swap_stats();

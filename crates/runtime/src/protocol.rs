@@ -1852,8 +1852,12 @@ impl Pin {
 /// becomes `Untouched` (no longer charged; its slot, if it had one of this
 /// process's store, to be freed) and the kernel unmaps it: no operation can
 /// start on those pages in between, and a fault that comes after finds
-/// them untouched and maps zeros. A page a system call has pinned stays
-/// mapped, as zeros (the kernel may be using it).
+/// them untouched and maps zeros. A page a system call has pinned is
+/// mapped again as zeros at once (the kernel may be using it). The unmap
+/// and that map are two calls: in user-mode-only mode a system call that
+/// touches the page in the microseconds between gets EFAULT. Only a
+/// program that discards a buffer one of its system calls is using meets
+/// this (the model takes the step as one, so it does not show it).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ProgramDiscard {
     pub addr: usize,

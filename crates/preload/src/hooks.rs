@@ -456,8 +456,10 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
             if advisory && preload::within_region(addr as usize, len) {
                 return 0;
             }
-            // `MADV_DONTNEED_LOCKED` (24): the same, for locked pages too.
-            let discard = matches!(advice, libc::MADV_DONTNEED | libc::MADV_FREE | 24);
+            let discard = matches!(
+                advice,
+                libc::MADV_DONTNEED | libc::MADV_FREE | libc::MADV_DONTNEED_LOCKED
+            );
             if discard && preload::discard_in_region(addr as usize, len) {
                 return 0;
             }

@@ -1895,7 +1895,7 @@ impl ProgramDiscard {
     fn settle<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
         let mut st = cx.lock();
         let (start, end) = (self.addr, self.addr.saturating_add(self.len));
-        let mut busy = st.forking && !cx.tun.flawed(Flaw::DiscardIgnoresInFlight);
+        let mut busy = st.forking;
         Pin::each_part(&mut st, start, end, |r, _, first, n| {
             busy |= r.aging
                 || r.dying

@@ -247,8 +247,8 @@ impl Runtime {
     /// read as zeros from now on, their slots are freed, and the regions
     /// stay paged ([`ProgramDiscard`]).
     pub fn discard(&self, addr: usize, len: usize) {
-        let end = addr.saturating_add(len).div_ceil(PAGE) * PAGE;
-        let mut op = ProgramDiscard::new(addr, end.saturating_sub(addr));
+        // The operation takes every page the range touches.
+        let mut op = ProgramDiscard::new(addr, len);
         self.inner.drive(|cx| op.step(cx));
     }
 }

@@ -203,15 +203,16 @@ impl Inner {
 
     /// Records the calling thread as a runtime thread.
     pub fn register_runtime_thread(&self) {
-        let tid = crate::sys::gettid();
-        for slot in &self.runtime_tids {
-            if slot
-                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+        self.claim_tid_slot(crate::sys::gettid());
+    }
+
+    /// Takes a free slot of `runtime_tids` for `tid`; `None` if all are
+    /// taken.
+    fn claim_tid_slot(&self, tid: i32) -> Option<&AtomicI32> {
+        self.runtime_tids.iter().find(|slot| {
+            slot.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
-            {
-                return;
-            }
-        }
+        })
     }
 
     /// Runs `f` (an eviction) with the calling thread counted as a runtime
@@ -225,11 +226,7 @@ impl Inner {
             return f();
         }
         let slot = loop {
-            let free = self.runtime_tids.iter().find(|slot| {
-                slot.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            });
-            match free {
+            match self.claim_tid_slot(tid) {
                 Some(slot) => break slot,
                 // Every slot taken by other callers' evictions: wait for one.
                 None => std::thread::yield_now(),

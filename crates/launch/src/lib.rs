@@ -33,4 +33,4 @@ pub use run::{
     children_cpu, find_library, live_stats, new_stats_dir, read_stats_dir, Launch, LaunchError,
     Outcome,
 };
-pub use settings::{format_size, parse_size, Settings, SettingsError};
+pub use settings::{format_size, parse_size, Settings, SettingsError, SmallObjects};

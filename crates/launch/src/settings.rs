@@ -36,7 +36,8 @@ pub mod env {
     /// leave reservations to the kernel (0).
     pub const RESERVATIONS: &str = "UZSWAP_RESERVATIONS";
     /// Serve allocations below `UZSWAP_MIN_ALLOC` from a paged heap
-    /// (mimalloc over a region) too (1), or leave them to glibc (0).
+    /// (mimalloc over a region) too: from the start (1), never (0), or
+    /// once the program's own allocator holds this many bytes (`32M`).
     pub const SMALL_OBJECTS: &str = "UZSWAP_SMALL_OBJECTS";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
@@ -95,7 +96,7 @@ pub mod env {
         flag(UNMAP_GROUP, "--unmap-group"),
         flag(CHARGE_POOL, "--uncharged-pool"),
         flag(RESERVATIONS, "--no-reservations"),
-        flag(SMALL_OBJECTS, "--small-objects"),
+        flag(SMALL_OBJECTS, "--small-objects-after"),
         // `uzswap run` makes the file unless asked for one limit per
         // process.
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
@@ -136,9 +137,10 @@ pub struct Settings {
     /// the parts the program commits (`mmap(MAP_FIXED)`, `mprotect(RW)`)
     /// are paged: the JVM's and V8's heaps.
     pub reservations: bool,
-    /// Allocations below `min_alloc_bytes` come from a paged heap too
-    /// (mimalloc over one growing region): small objects are paged.
-    pub small_objects: bool,
+    /// When allocations below `min_alloc_bytes` come from a paged heap
+    /// too (mimalloc over one growing region), so that small objects are
+    /// paged.
+    pub small_objects: SmallObjects,
     pub compressor: Algorithm,
     /// Compress batches with worker threads (`true`) or page by page.
     pub parallel: bool,
@@ -177,7 +179,7 @@ impl Default for Settings {
             limit_bytes: 512 << 20,
             charge_pool: true,
             reservations: true,
-            small_objects: false,
+            small_objects: SmallObjects::After(SmallObjects::DEFAULT_AFTER),
             compressor: Algorithm::Lz4,
             parallel: false,
             folio_bytes: 64 << 10,
@@ -193,6 +195,47 @@ impl Default for Settings {
             shared_limit_file: None,
             user_mode_only: false,
             inject_failure: None,
+        }
+    }
+}
+
+/// When small allocations (below `--min-alloc`) come from the paged
+/// small-object heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmallObjects {
+    /// Never: they are the program's allocator's, unpaged.
+    Off,
+    /// From the first one.
+    On,
+    /// Once the program's own allocator holds this many bytes of them:
+    /// the first ones stay its own (unpaged), every later one is paged.
+    /// So a program with few small objects runs as it would without
+    /// uzswap, and one made of them (a database, a cache) stays within
+    /// the limit plus this many bytes.
+    After(usize),
+}
+
+impl SmallObjects {
+    /// What the program's allocator may hold before small objects are
+    /// paged, by default.
+    pub const DEFAULT_AFTER: usize = 8 << 20;
+
+    /// `1`/`on`, `0`/`off`, or a size (`32M`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match parse_bool(s) {
+            Some(true) => Some(Self::On),
+            Some(false) => Some(Self::Off),
+            None => parse_size(s).map(Self::After),
+        }
+    }
+}
+
+impl std::fmt::Display for SmallObjects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Off => f.write_str("0"),
+            Self::On => f.write_str("1"),
+            Self::After(n) => f.write_str(&format_size(*n)),
         }
     }
 }
@@ -309,8 +352,13 @@ impl Settings {
             s.reservations = parse_bool(&v).ok_or_else(|| bad(env::RESERVATIONS, &v, "1 or 0"))?;
         }
         if let Some(v) = get(env::SMALL_OBJECTS) {
-            s.small_objects =
-                parse_bool(&v).ok_or_else(|| bad(env::SMALL_OBJECTS, &v, "1 or 0"))?;
+            s.small_objects = SmallObjects::parse(&v).ok_or_else(|| {
+                bad(
+                    env::SMALL_OBJECTS,
+                    &v,
+                    "1 (from the start), 0 (never) or a size (once the program's allocator holds it)",
+                )
+            })?;
         }
         if let Some(v) = get(env::USER_MODE_ONLY) {
             s.user_mode_only =
@@ -407,7 +455,7 @@ impl Settings {
             (env::UNMAP_GROUP, self.unmap_group_pages.to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
             (env::RESERVATIONS, u8::from(self.reservations).to_string()),
-            (env::SMALL_OBJECTS, u8::from(self.small_objects).to_string()),
+            (env::SMALL_OBJECTS, self.small_objects.to_string()),
         ];
         if let Some(p) = &self.shared_limit_file {
             vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
@@ -603,7 +651,7 @@ mod tests {
             folio_swapin: false,
             unmap_group_pages: 7,
             reservations: false,
-            small_objects: true,
+            small_objects: SmallObjects::After(3 << 20),
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),
@@ -612,6 +660,26 @@ mod tests {
         let back = Settings::from_vars(|k| vars.get(k).cloned()).unwrap();
         assert_eq!(back, s);
         assert_eq!(Settings::from_vars(|_| None).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn small_objects_are_on_off_or_after_a_size() {
+        for (v, want) in [
+            ("1", SmallObjects::On),
+            ("on", SmallObjects::On),
+            ("0", SmallObjects::Off),
+            ("32M", SmallObjects::After(32 << 20)),
+        ] {
+            let s = Settings::from_vars(|k| (k == env::SMALL_OBJECTS).then(|| v.to_string()));
+            assert_eq!(s.unwrap().small_objects, want, "{v}");
+        }
+        for mode in [
+            SmallObjects::On,
+            SmallObjects::Off,
+            SmallObjects::After(5 << 20),
+        ] {
+            assert_eq!(SmallObjects::parse(&mode.to_string()), Some(mode));
+        }
     }
 
     #[test]
@@ -634,6 +702,7 @@ mod tests {
             (env::UNMAP_GROUP, "0"),
             (env::UNMAP_GROUP, "many"),
             (env::RESERVATIONS, "often"),
+            (env::SMALL_OBJECTS, "later"),
             (env::SWAPFILE_SIZE, "1K"),
             (env::USER_MODE_ONLY, "perhaps"),
             (env::INJECT_FAILURE, "everywhere"),

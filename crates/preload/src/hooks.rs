@@ -16,6 +16,25 @@ fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// A block the program's allocator just handed out (counted while the
+/// small-object heap waits for its threshold).
+fn from_next(p: *mut c_void) -> *mut c_void {
+    small_heap::note_next_alloc(p);
+    p
+}
+
+/// Gives a block back to the program's allocator (counted likewise).
+///
+/// # Safety
+/// `ptr` is a live block of the next allocator.
+unsafe fn free_next(ptr: *mut c_void) {
+    // SAFETY: the caller's guarantee, for both.
+    unsafe {
+        small_heap::note_next_free(ptr);
+        next::free(ptr);
+    }
+}
+
 fn region_or_null(size: usize, align: usize) -> Option<*mut c_void> {
     preload::alloc(size, align, Kind::Malloc).map(|p| p as *mut c_void)
 }
@@ -27,7 +46,7 @@ pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
     no_unwind("malloc", || {
         region_or_null(size, 16)
             .or_else(|| small_heap::alloc(size, 16, false))
-            .unwrap_or_else(|| next::malloc(size))
+            .unwrap_or_else(|| from_next(next::malloc(size)))
     })
 }
 
@@ -42,7 +61,7 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
         };
         region_or_null(total, 16)
             .or_else(|| small_heap::alloc(total, 16, true))
-            .unwrap_or_else(|| next::calloc(n, size))
+            .unwrap_or_else(|| from_next(next::calloc(n, size)))
     })
 }
 
@@ -63,7 +82,7 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
         if preload::free(ptr as usize) == Freed::NotOurs {
             // SAFETY: not a region or small-heap pointer, so the next
             // allocator's (the caller's guarantee).
-            unsafe { next::free(ptr) }
+            unsafe { free_next(ptr) }
         }
     })
 }
@@ -105,12 +124,12 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
                             new as *mut u8,
                             old.min(size),
                         );
-                        next::free(ptr);
+                        free_next(ptr);
                     }
                     return new;
                 }
                 // SAFETY: the next allocator's block (the caller's guarantee).
-                return unsafe { next::realloc(ptr, size) };
+                return unsafe { realloc_next(ptr, size) };
             }
         };
         let new = if size > old_usable {
@@ -136,6 +155,22 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
     })
 }
 
+/// `realloc` by the program's allocator of one of its blocks (counted
+/// while the small-object heap waits for its threshold).
+///
+/// # Safety
+/// `ptr` is a live block of the next allocator; `size > 0`.
+unsafe fn realloc_next(ptr: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: the caller's guarantee, for all three.
+    unsafe {
+        small_heap::note_next_free(ptr);
+        let new = next::realloc(ptr, size);
+        // On failure the old block is still the allocator's.
+        from_next(if new.is_null() { ptr } else { new });
+        new
+    }
+}
+
 /// `realloc` of a block of the small-object heap: in place or within the
 /// heap while it stays small, else moved (to a region if it has grown
 /// past `--min-alloc`, to the next allocator if the heap is full).
@@ -151,9 +186,9 @@ unsafe fn realloc_small(ptr: *mut c_void, size: usize) -> *mut c_void {
         }
     }
     let new = if small {
-        next::malloc(size)
+        from_next(next::malloc(size))
     } else {
-        moved_region(size).unwrap_or_else(|| next::malloc(size))
+        moved_region(size).unwrap_or_else(|| from_next(next::malloc(size)))
     };
     if !new.is_null() {
         // SAFETY: the old block holds `usable` bytes, the new one `size`;
@@ -193,7 +228,7 @@ pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, n: size_t, size: size_t)
 pub(crate) fn aligned(align: usize, size: usize) -> *mut c_void {
     region_or_null(size, align)
         .or_else(|| small_heap::alloc(size, align, false))
-        .unwrap_or_else(|| next::memalign(align, size))
+        .unwrap_or_else(|| from_next(next::memalign(align, size)))
 }
 
 /// # Safety

@@ -35,11 +35,12 @@
 //! - jemalloc's extended API (`mallocx`, `rallocx`, `sdallocx`, …) is
 //!   served by the same hooks, so no block reaches the other allocator
 //!   (`jemalloc_api.rs`).
-//! - Small objects (`UZSWAP_SMALL_OBJECTS=1`, off by default):
-//!   allocations below `UZSWAP_MIN_ALLOC` come from mimalloc managing
-//!   one growing region (`small_heap.rs`), so a program made of small
-//!   objects (sqlite, redis) is paged too, as root and under the syscall
-//!   guard alike.
+//! - Small objects: allocations below `UZSWAP_MIN_ALLOC` come from
+//!   mimalloc managing one growing region (`small_heap.rs`), so a program
+//!   made of small objects (sqlite, redis) is paged too, as root and under
+//!   the syscall guard alike. By default (`UZSWAP_SMALL_OBJECTS=8M`) once
+//!   the program's own allocator holds 8 MiB of small blocks; from the
+//!   first one with `1`, never with `0`.
 //! - `madvise(MADV_DONTNEED or MADV_FREE)` inside one region is the
 //!   runtime's discard (`Runtime::discard`): the pages read zeros, their
 //!   slots go, the region stays paged (redis's fork child discards blocks
@@ -50,8 +51,8 @@
 //!   (every page swapped back in, unregistered) and then goes to the
 //!   kernel: the program sees exactly the kernel's semantics.
 //!
-//! The runtime starts at the first large allocation (a program that makes
-//! none pays nothing), with the settings of the `UZSWAP_*` variables
+//! The runtime starts at the first large allocation or small-heap object
+//! (a program that makes neither pays nothing), with the settings of the `UZSWAP_*` variables
 //! ([`launch::Settings`]). Its counters are served on
 //! `RUN_DIR/PID.sock` while the program runs and written to
 //! `STATS_DIR/PID.stats` at exit ([`launch::report`]).

@@ -21,6 +21,16 @@
 //!   other pointer reaches mimalloc.
 //! * When the heap cannot serve (off, not started, a runtime thread, a
 //!   nested call, full), the request goes to glibc as before.
+//! * By default the heap waits (`UZSWAP_SMALL_OBJECTS=8M`): small blocks
+//!   are the program's allocator's until it holds that many bytes of them,
+//!   then every later one is the heap's. The hooks count what the
+//!   process's threads take from and give back to that allocator (usable
+//!   sizes, [`note_next_alloc`] and [`note_next_free`]; about 5 ns a
+//!   call), in a per-thread count added to the total every
+//!   [`FLUSH_BYTES`]. Once on, the heap stays on and the counting stops.
+//!   So a program with few small objects runs as without uzswap, and one
+//!   made of them is bounded by the limit
+//!   plus the threshold (plus at most [`FLUSH_BYTES`] a thread).
 //!
 //! ## Invariants
 //!
@@ -34,10 +44,13 @@
 //!
 //! `GROW` → region table → runtime state lock.
 
+use crate::next_alloc as next;
 use crate::preload;
+use launch::SmallObjects;
 use libc::c_void;
 use libmimalloc_sys as mi;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// mimalloc v2's segment: its arenas are made of these, aligned to them.
@@ -61,6 +74,23 @@ const OFF: u8 = 0;
 const READY: u8 = 1;
 const ON: u8 = 2;
 const FAILED: u8 = 3;
+/// Waiting for the program's allocator to hold [`AFTER`] bytes; then
+/// [`READY`].
+const WAITING: u8 = 4;
+
+/// Bytes of small blocks the program's allocator may hold before the heap
+/// starts ([`WAITING`]).
+static AFTER: AtomicIsize = AtomicIsize::new(0);
+/// Usable bytes the program's threads hold of the program's allocator, as
+/// far as their counts have been added ([`FLUSH_BYTES`]).
+static HELD: AtomicIsize = AtomicIsize::new(0);
+/// A thread adds its count to [`HELD`] once it is this far from zero.
+pub const FLUSH_BYTES: isize = 256 << 10;
+
+thread_local! {
+    /// This thread's count not yet added to [`HELD`].
+    static UNADDED: Cell<isize> = const { Cell::new(0) };
+}
 
 static STATE: AtomicU8 = AtomicU8::new(OFF);
 /// The heap's address room: a pointer in `[LO, HI)` is mimalloc's.
@@ -78,12 +108,17 @@ struct Heap {
 
 static GROW: Mutex<Option<Heap>> = Mutex::new(None);
 
-/// Sets the heap up at load (`UZSWAP_SMALL_OBJECTS=1`): mimalloc's options
-/// now, the region at the first small allocation.
-pub fn configure(on: bool) {
-    if !on {
-        return;
-    }
+/// Sets the heap up at load (`UZSWAP_SMALL_OBJECTS`): mimalloc's options
+/// now, the region at the first small allocation it serves.
+pub fn configure(mode: SmallObjects) {
+    let state = match mode {
+        SmallObjects::Off => return,
+        SmallObjects::On => READY,
+        SmallObjects::After(bytes) => {
+            AFTER.store(bytes.try_into().unwrap_or(isize::MAX), Ordering::Relaxed);
+            WAITING
+        }
+    };
     // SAFETY: setting options has no preconditions; before any mimalloc
     // allocation, so every later one sees them.
     unsafe {
@@ -95,7 +130,59 @@ pub fn configure(on: bool) {
         mi::mi_option_set(OPT_ARENA_RESERVE, 0);
         mi::mi_process_init();
     }
-    STATE.store(READY, Ordering::Release);
+    STATE.store(state, Ordering::Release);
+}
+
+/// Whether the hooks count the program's allocator's blocks: while the
+/// heap waits. The runtime's own threads count too: what they hold of that
+/// allocator (its tables) is unpaged memory as much as the program's, and
+/// telling them apart would cost each call two more thread-local lookups
+/// (about 6 ns; `passes_through`).
+fn counting() -> bool {
+    STATE.load(Ordering::Relaxed) == WAITING
+}
+
+/// The program's allocator handed out `ptr` (null: nothing) to a hook.
+pub fn note_next_alloc(ptr: *mut c_void) {
+    if !ptr.is_null() && counting() {
+        // SAFETY: a live block of the next allocator, just handed out.
+        count(unsafe { next::usable_size(ptr) } as isize);
+    }
+}
+
+/// The program's allocator is about to take `ptr` back.
+///
+/// # Safety
+/// `ptr` is a live block of the next allocator.
+pub unsafe fn note_next_free(ptr: *mut c_void) {
+    if counting() {
+        // SAFETY: the caller's guarantee.
+        count(-(unsafe { next::usable_size(ptr) } as isize));
+    }
+}
+
+/// Adds `bytes` to this thread's count; starts the heap once the total
+/// reaches [`AFTER`].
+fn count(bytes: isize) {
+    let Ok(unadded) = UNADDED.try_with(|u| {
+        let n = u.get() + bytes;
+        if n.abs() < FLUSH_BYTES {
+            u.set(n);
+            0
+        } else {
+            u.set(0);
+            n
+        }
+    }) else {
+        return; // the thread is exiting
+    };
+    if unadded == 0 {
+        return;
+    }
+    let held = HELD.fetch_add(unadded, Ordering::Relaxed) + unadded;
+    if held >= AFTER.load(Ordering::Relaxed) {
+        let _ = STATE.compare_exchange(WAITING, READY, Ordering::AcqRel, Ordering::Relaxed);
+    }
 }
 
 /// Whether `ptr` is the heap's.
@@ -107,7 +194,10 @@ pub fn owns(ptr: *mut c_void) -> bool {
 /// `size` bytes aligned to `align` (zeroed if asked) from the heap, or
 /// `None` to leave the request to glibc.
 pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
-    if STATE.load(Ordering::Acquire) == OFF || align > MAX_ALIGN || !preload::below_min(size) {
+    if matches!(STATE.load(Ordering::Acquire), OFF | WAITING)
+        || align > MAX_ALIGN
+        || !preload::below_min(size)
+    {
         return None;
     }
     let _busy = preload::enter()?;

@@ -3,7 +3,7 @@
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use launch::report::{self, ProcessReport};
-use launch::settings::{format_size, parse_size, Settings};
+use launch::settings::{format_size, parse_size, Settings, SmallObjects};
 use launch::{Launch, Outcome};
 use std::path::PathBuf;
 
@@ -74,11 +74,23 @@ pub struct RuntimeArgs {
     /// paged.
     #[arg(long)]
     pub no_reservations: bool,
-    /// Page small allocations too: every malloc below --min-alloc comes
-    /// from a heap (mimalloc) over one region, so the data of programs made
-    /// of small objects (databases, caches, interpreters) is paged.
-    #[arg(long)]
+    /// Page small allocations from the first one: every malloc below
+    /// --min-alloc comes from a heap (mimalloc) over one region, so the
+    /// data of programs made of small objects (databases, caches,
+    /// interpreters) is paged. By default this starts once the program's
+    /// own allocator holds --small-objects-after bytes.
+    #[arg(long, conflicts_with_all = ["no_small_objects", "small_objects_after"])]
     pub small_objects: bool,
+    /// Leave every allocation below --min-alloc to the program's own
+    /// allocator (glibc's, jemalloc…), unpaged, however many there are.
+    #[arg(long, conflicts_with = "small_objects_after")]
+    pub no_small_objects: bool,
+    /// Small allocations are the program's own allocator's until it holds
+    /// this many bytes of them; every later one is paged (as with
+    /// --small-objects). A program made of small objects then stays
+    /// within --limit plus about this much.
+    #[arg(long, default_value = "8M", value_parser = size_arg)]
+    pub small_objects_after: usize,
     /// Give each process of the run its own limit, instead of one limit
     /// for all of them together (as one memcg).
     #[arg(long)]
@@ -96,7 +108,11 @@ impl RuntimeArgs {
             limit_bytes: self.limit,
             charge_pool: !self.uncharged_pool,
             reservations: !self.no_reservations,
-            small_objects: self.small_objects,
+            small_objects: match (self.small_objects, self.no_small_objects) {
+                (true, _) => SmallObjects::On,
+                (_, true) => SmallObjects::Off,
+                _ => SmallObjects::After(self.small_objects_after),
+            },
             compressor: self
                 .compressor
                 .parse()
@@ -323,5 +339,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `uzswap run` with no flags runs with the settings' defaults (each
+    /// flag's default is written in two places).
+    #[test]
+    fn no_flags_give_the_default_settings() {
+        use clap::Parser;
+        let s = Cli::parse_from(["uzswap"]).runtime.settings().unwrap();
+        assert_eq!(s, Settings::default());
+    }
+
+    #[test]
+    fn small_object_flags_choose_the_mode() {
+        use clap::Parser;
+        let mode = |args: &[&str]| {
+            let argv = std::iter::once("uzswap").chain(args.iter().copied());
+            Cli::try_parse_from(argv).map(|c| c.runtime.settings().unwrap().small_objects)
+        };
+        assert_eq!(mode(&["--small-objects"]).unwrap(), SmallObjects::On);
+        assert_eq!(mode(&["--no-small-objects"]).unwrap(), SmallObjects::Off);
+        assert_eq!(
+            mode(&["--small-objects-after", "64M"]).unwrap(),
+            SmallObjects::After(64 << 20)
+        );
+        assert!(mode(&["--small-objects", "--no-small-objects"]).is_err());
+        assert!(mode(&["--no-small-objects", "--small-objects-after", "1M"]).is_err());
     }
 }

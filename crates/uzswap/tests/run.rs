@@ -515,6 +515,51 @@ fn small_objects_of_many_threads_are_paged_not_left_in_glibc_arenas() {
     }
 }
 
+/// By default (no `--small-objects`) small objects are the program's
+/// allocator's until it holds `--small-objects-after` bytes of them, and
+/// paged from then on: smallthreads (about 48 MiB of small objects across
+/// 8 threads, freed across threads) stays near the limit plus the
+/// threshold, linked with glibc's malloc and with jemalloc, with the
+/// kernel's faults and under the guard. `--no-small-objects` leaves them
+/// all to the allocator, unpaged (the old behaviour).
+#[test]
+fn small_objects_are_paged_once_the_programs_allocator_holds_the_threshold() {
+    let dir = tempdir("smallafter");
+    let glibc = compile_c("smallthreads", &dir);
+    let jemalloc_dir = dir.join("jemalloc");
+    std::fs::create_dir_all(&jemalloc_dir).unwrap();
+    let jemalloc = compile_c_with("smallthreads", &jemalloc_dir, &["-l:libjemalloc.so.2"]);
+    let modes: &[&[&str]] = &[
+        &["--limit", "8M", "--small-objects-after", "8M"],
+        &[
+            "--limit",
+            "8M",
+            "--small-objects-after",
+            "8M",
+            "--user-mode-only",
+        ],
+    ];
+    for bin in [&glibc, &jemalloc] {
+        for args in modes {
+            let (out, f) = run(args, &[bin.to_str().unwrap()], "smallafter");
+            assert_paged(&out, &f, "smallthreads: ok", 2048);
+            let p = &f.total.program;
+            assert!(p.small_heap_bytes > 0, "{bin:?} {args:?} {f:?}");
+            // 8M held by the allocator, 8M paged, the program and runtime.
+            assert!(p.peak_rss_bytes < 40 << 20, "{bin:?} {args:?} {f:?}");
+        }
+        let (out, f) = run(
+            &["--limit", "8M", "--no-small-objects"],
+            &[bin.to_str().unwrap()],
+            "smallafter-off",
+        );
+        assert!(text(&out.stdout).contains("smallthreads: ok"), "{out:?}");
+        // smallthreads makes no large allocation: nothing is paged.
+        assert_eq!(f.total.program.small_heap_bytes, 0, "{bin:?} {f:?}");
+        assert_eq!(f.total.swap.zswpout, 0, "{bin:?} {f:?}");
+    }
+}
+
 /// `madvise(MADV_DONTNEED)` and `MADV_FREE` of parts of a buffer, and of a
 /// block of the small-object heap in a forked child (as redis's BGSAVE
 /// child does): the parts read zero, the rest keeps its bytes, and the

@@ -154,6 +154,7 @@ extern "C" fn after_fork_in_parent() {
 extern "C" fn after_fork_in_child() {
     no_unwind("fork child", || {
         FORK_HELD.with(|h| drop(h.borrow_mut().take()));
+        crate::small_heap::after_fork_in_child();
         // The child has a runtime of its own (rebuilt by the runtime's fork
         // handler, which ran first): it serves its own counters.
         if started().is_some() {

@@ -50,7 +50,7 @@ use launch::SmallObjects;
 use libc::c_void;
 use libmimalloc_sys as mi;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// mimalloc v2's segment: its arenas are made of these, aligned to them.
@@ -84,6 +84,10 @@ static AFTER: AtomicIsize = AtomicIsize::new(0);
 /// Usable bytes the program's threads hold of the program's allocator, as
 /// far as their counts have been added ([`FLUSH_BYTES`]).
 static HELD: AtomicIsize = AtomicIsize::new(0);
+/// The process whose count [`HELD`] is: a `vfork` child (which shares
+/// its parent's memory, these statics included, and runs no fork
+/// handler) never starts the heap, which would start a runtime in it.
+static COUNTED_PID: AtomicU32 = AtomicU32::new(0);
 /// A thread adds its count to [`HELD`] once it is this far from zero.
 pub const FLUSH_BYTES: isize = 256 << 10;
 
@@ -116,6 +120,7 @@ pub fn configure(mode: SmallObjects) {
         SmallObjects::On => READY,
         SmallObjects::After(bytes) => {
             AFTER.store(bytes.try_into().unwrap_or(isize::MAX), Ordering::Relaxed);
+            COUNTED_PID.store(std::process::id(), Ordering::Relaxed);
             WAITING
         }
     };
@@ -131,6 +136,12 @@ pub fn configure(mode: SmallObjects) {
         mi::mi_process_init();
     }
     STATE.store(state, Ordering::Release);
+}
+
+/// A forked child (not a `vfork` one) counts on from its parent's count,
+/// as its own process.
+pub fn after_fork_in_child() {
+    COUNTED_PID.store(std::process::id(), Ordering::Relaxed);
 }
 
 /// Whether the hooks count the program's allocator's blocks: while the
@@ -180,7 +191,9 @@ fn count(bytes: isize) {
         return;
     }
     let held = HELD.fetch_add(unadded, Ordering::Relaxed) + unadded;
-    if held >= AFTER.load(Ordering::Relaxed) {
+    if held >= AFTER.load(Ordering::Relaxed)
+        && COUNTED_PID.load(Ordering::Relaxed) == std::process::id()
+    {
         let _ = STATE.compare_exchange(WAITING, READY, Ordering::AcqRel, Ordering::Relaxed);
     }
 }

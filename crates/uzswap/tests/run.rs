@@ -560,6 +560,24 @@ fn small_objects_are_paged_once_the_programs_allocator_holds_the_threshold() {
     }
 }
 
+/// A `vfork` child that takes the allocator past the threshold does not
+/// start the small-object heap (it would start a runtime in the child,
+/// whose threads die with it, and leave the parent's faults unserved):
+/// the parent starts it at its own next count, and its small objects and
+/// a 16 MiB buffer are paged and read back under 4M.
+#[test]
+fn a_vfork_child_past_the_threshold_leaves_the_small_heap_to_its_parent() {
+    let dir = tempdir("vforkheap");
+    let bin = compile_c("vforkheap", &dir);
+    let (out, f) = run(
+        &["--limit", "4M", "--small-objects-after", "1M"],
+        &[bin.to_str().unwrap()],
+        "vforkheap",
+    );
+    assert_paged(&out, &f, "vforkheap: ok", 1024);
+    assert!(f.total.program.small_heap_bytes > 0, "{f:?}");
+}
+
 /// `madvise(MADV_DONTNEED)` and `MADV_FREE` of parts of a buffer, and of a
 /// block of the small-object heap in a forked child (as redis's BGSAVE
 /// child does): the parts read zero, the rest keeps its bytes, and the

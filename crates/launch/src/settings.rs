@@ -218,7 +218,7 @@ pub enum SmallObjects {
 impl SmallObjects {
     /// What the program's allocator may hold before small objects are
     /// paged, by default.
-    pub const DEFAULT_AFTER: usize = 8 << 20;
+    pub const DEFAULT_AFTER: usize = 4 << 20;
 
     /// `1`/`on`, `0`/`off`, or a size (`32M`).
     pub fn parse(s: &str) -> Option<Self> {

@@ -38,8 +38,8 @@
 //! - Small objects: allocations below `UZSWAP_MIN_ALLOC` come from
 //!   mimalloc managing one growing region (`small_heap.rs`), so a program
 //!   made of small objects (sqlite, redis) is paged too, as root and under
-//!   the syscall guard alike. By default (`UZSWAP_SMALL_OBJECTS=8M`) once
-//!   the program's own allocator holds 8 MiB of small blocks; from the
+//!   the syscall guard alike. By default (`UZSWAP_SMALL_OBJECTS=4M`) once
+//!   the program's own allocator holds 4 MiB of small blocks; from the
 //!   first one with `1`, never with `0`.
 //! - `madvise(MADV_DONTNEED or MADV_FREE)` inside one region is the
 //!   runtime's discard (`Runtime::discard`): the pages read zeros, their

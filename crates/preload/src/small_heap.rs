@@ -21,7 +21,7 @@
 //!   other pointer reaches mimalloc.
 //! * When the heap cannot serve (off, not started, a runtime thread, a
 //!   nested call, full), the request goes to glibc as before.
-//! * By default the heap waits (`UZSWAP_SMALL_OBJECTS=8M`): small blocks
+//! * By default the heap waits (`UZSWAP_SMALL_OBJECTS=4M`): small blocks
 //!   are the program's allocator's until it holds that many bytes of them,
 //!   then every later one is the heap's. The hooks count what the
 //!   process's threads take from and give back to that allocator (usable

@@ -89,7 +89,7 @@ pub struct RuntimeArgs {
     /// this many bytes of them; every later one is paged (as with
     /// --small-objects). A program made of small objects then stays
     /// within --limit plus about this much.
-    #[arg(long, default_value = "8M", value_parser = size_arg)]
+    #[arg(long, default_value = "4M", value_parser = size_arg)]
     pub small_objects_after: usize,
     /// Give each process of the run its own limit, instead of one limit
     /// for all of them together (as one memcg).

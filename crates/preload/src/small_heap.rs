@@ -23,10 +23,10 @@
 //!   nested call, full), the request goes to glibc as before.
 //! * By default the heap waits (`UZSWAP_SMALL_OBJECTS=4M`): small blocks
 //!   are the program's allocator's until it holds that many bytes of them,
-//!   then every later one is the heap's. The hooks count what the
-//!   process's threads take from and give back to that allocator (usable
-//!   sizes, [`note_next_alloc`] and [`note_next_free`]; about 5 ns a
-//!   call), in a per-thread count added to the total every
+//!   then every later one is the heap's. The hooks count the small blocks
+//!   the process's threads take from and give back to that allocator
+//!   (usable sizes, [`note_next_alloc`] and [`note_next_free`]; about 6
+//!   ns a call), in a per-thread count added to the total every
 //!   [`FLUSH_BYTES`]. Once on, the heap stays on and the counting stops.
 //!   So a program with few small objects runs as without uzswap, and one
 //!   made of them is bounded by the limit
@@ -145,10 +145,11 @@ pub fn after_fork_in_child() {
 }
 
 /// Whether the hooks count the program's allocator's blocks: while the
-/// heap waits. The runtime's own threads count too: what they hold of that
-/// allocator (its tables) is unpaged memory as much as the program's, and
-/// telling them apart would cost each call two more thread-local lookups
-/// (about 6 ns; `passes_through`).
+/// heap waits. The runtime's own threads count too: the small blocks they
+/// hold of that allocator are unpaged memory as much as the program's
+/// (their large tables are not counted: [`small_usable`]), and telling
+/// them apart would cost each call two more thread-local lookups (about
+/// 6 ns; `passes_through`).
 fn counting() -> bool {
     STATE.load(Ordering::Relaxed) == WAITING
 }
@@ -157,7 +158,7 @@ fn counting() -> bool {
 pub fn note_next_alloc(ptr: *mut c_void) {
     if !ptr.is_null() && counting() {
         // SAFETY: a live block of the next allocator, just handed out.
-        count(unsafe { next::usable_size(ptr) } as isize);
+        count(small_usable(unsafe { next::usable_size(ptr) }));
     }
 }
 
@@ -168,7 +169,19 @@ pub fn note_next_alloc(ptr: *mut c_void) {
 pub unsafe fn note_next_free(ptr: *mut c_void) {
     if counting() {
         // SAFETY: the caller's guarantee.
-        count(-(unsafe { next::usable_size(ptr) } as isize));
+        count(-small_usable(unsafe { next::usable_size(ptr) }));
+    }
+}
+
+/// A block's usable size if it is a small block (below `--min-alloc`), 0
+/// otherwise: the large blocks the allocator serves (the runtime's own
+/// tables, a region that could not be made) are nothing the heap could
+/// take, and a block's usable size is the same when it is freed.
+fn small_usable(usable: usize) -> isize {
+    if preload::below_min(usable) {
+        usable as isize
+    } else {
+        0
     }
 }
 

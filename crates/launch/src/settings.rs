@@ -37,7 +37,7 @@ pub mod env {
     pub const RESERVATIONS: &str = "UZSWAP_RESERVATIONS";
     /// Serve allocations below `UZSWAP_MIN_ALLOC` from a paged heap
     /// (mimalloc over a region) too: from the start (1), never (0), or
-    /// once the program's own allocator holds this many bytes (`32M`).
+    /// once the program's own allocator holds this many bytes (`4M`).
     pub const SMALL_OBJECTS: &str = "UZSWAP_SMALL_OBJECTS";
     /// File of a limit shared by the processes of one run.
     pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";

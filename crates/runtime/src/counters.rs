@@ -71,6 +71,9 @@ common::counters! {
     aging_skipped: u64,
     /// Resident pages the aging passes found written.
     pages_written: u64,
+    /// Pages the aging passes write-protected: those written or mapped
+    /// since the pass before (a page still protected is left as it is).
+    pages_protected: u64,
     /// Write-protect faults of tracking, resolved by the handler.
     wp_faults: u64,
     /// Victims spared because they were written since the last pass.
@@ -100,6 +103,7 @@ impl Counters {
             Event::WpFault => &self.wp_faults,
             Event::AgingScan => &self.aging_scans,
             Event::PagesWritten => &self.pages_written,
+            Event::PagesProtected => &self.pages_protected,
             Event::WrittenReprieved => &self.written_reprieved,
             Event::ExternalDiscard => &self.external_discards,
             Event::Unshared => &self.unshared_pages,

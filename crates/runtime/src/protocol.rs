@@ -404,6 +404,7 @@ pub enum Event {
     WpFault,
     AgingScan,
     PagesWritten,
+    PagesProtected,
     WrittenReprieved,
     ExternalDiscard,
     Unshared,
@@ -1700,23 +1701,33 @@ impl Age {
                             p.reprieves = WRITTEN_REPRIEVES;
                             marked += 1;
                         }
+                        // Unprotected now, whatever the reason: protected
+                        // again below.
+                        p.armed = false;
                     }
                 }
                 cx.env.count(Event::PagesWritten, marked);
                 let ignore_pins = cx.tun.flawed(Flaw::AgingIgnoresPins);
                 let mut ranges: Vec<(usize, usize)> = Vec::new();
+                let mut protected = 0;
                 for (i, p) in r.pages.iter_mut().enumerate() {
                     let protect = p.state.is_resident() && (p.pins == 0 || ignore_pins);
+                    // A page still armed was not found written: its
+                    // protection from an earlier pass stands. Only pages
+                    // written, mapped since, or unpinned since need the call.
+                    let already = p.armed;
                     p.armed = protect;
-                    if !protect {
+                    if !protect || already {
                         continue;
                     }
+                    protected += 1;
                     let a = page_addr(base, i);
                     match ranges.last_mut() {
                         Some(last) if last.0 + last.1 == a => last.1 += PAGE,
                         _ => ranges.push((a, PAGE)),
                     }
                 }
+                cx.env.count(Event::PagesProtected, protected);
                 r.aging = true;
                 st.begin(base);
                 self.pc = AgePc::Protect(ranges);

@@ -219,6 +219,7 @@ impl Inner {
             swapin_faults: c.swapin_faults.load(Ordering::Relaxed),
             wp_faults: c.wp_faults.load(Ordering::Relaxed),
             evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
+            pages_protected: c.pages_protected.load(Ordering::Relaxed),
         })
     }
 

@@ -5,15 +5,18 @@ use crate::stats::Counters;
 use crate::{Config, ZswapError};
 use common::PAGE_SIZE;
 use compress::{new_compressor, Batch, CompressError, Compressor};
+use foldhash::HashMap;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use zsmalloc::{Handle, Pool};
 
 const TREE_SHARDS: usize = 64;
 
-/// One shard of the offset → entry tree (the kernel's xarray).
+/// One shard of the offset → entry tree (the kernel's xarray). Offsets are
+/// integers the runtime hands out: foldhash, not SipHash (no key here comes
+/// from outside the process).
 type TreeShard = RwLock<HashMap<u64, Arc<Entry>>>;
 
 /// One stored page.
@@ -87,7 +90,7 @@ impl Zswap {
             pool,
             compressor: new_compressor(cfg.compressor, &cfg.compressor_backend),
             tree: (0..TREE_SHARDS)
-                .map(|_| RwLock::new(HashMap::new()))
+                .map(|_| RwLock::new(HashMap::default()))
                 .collect(),
             lru: Mutex::new(VecDeque::new()),
             batches: Mutex::new(Vec::new()),

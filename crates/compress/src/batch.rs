@@ -112,7 +112,18 @@ impl Batch {
         }
     }
 
-    /// Item `i`'s input.
+    /// Adds an item whose input stays with the caller: a backend that
+    /// compresses in the calling thread reads the caller's page where it
+    /// lies and fills only the output (its [`Batch::input`] is empty).
+    pub(crate) fn push_output_only(&mut self) -> &mut BatchItem {
+        let item = self.next_item();
+        item.src.clear();
+        item.expected = 0;
+        item
+    }
+
+    /// Item `i`'s input: empty where the backend read the caller's page in
+    /// place (a sequential backend's [`crate::Compressor::compress_batch`]).
     pub fn input(&self, i: usize) -> &[u8] {
         &self.items[..self.len][i].src
     }

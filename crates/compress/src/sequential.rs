@@ -4,7 +4,7 @@
 
 use crate::batch::{Batch, BatchItem, Op};
 use crate::codec::{compress_page, decompress_exact, Codec};
-use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats};
+use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 
@@ -134,6 +134,27 @@ impl<C: Codec> Compressor for Sequential<C> {
         expected: usize,
     ) -> Result<usize, CompressError> {
         self.ctxs.decompress_page(&self.codec, src, dst, expected)
+    }
+
+    /// Compresses each page where it lies, in the calling thread: the
+    /// batch gets the outputs only, not a copy of every page (which
+    /// [`Batch::push_page`] makes for backends that work elsewhere).
+    fn compress_batch(&self, pages: &[&[u8]], batch: &mut Batch) {
+        batch.reset(Op::Compress);
+        self.ctxs.with(&self.codec, |ctx| {
+            for page in pages {
+                let item = batch.push_output_only();
+                item.result = Some(if page.len() > PAGE_SIZE {
+                    Err(CompressError::TooLarge(page.len()))
+                } else {
+                    compress_page(&self.codec, ctx, page, &mut item.dst)
+                });
+            }
+        });
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .pages
+            .fetch_add(pages.len() as u64, Ordering::Relaxed);
     }
 
     fn run(&self, batch: &mut Batch) {

@@ -114,6 +114,44 @@ fn sequential_and_parallel_produce_identical_bytes() {
 }
 
 #[test]
+fn compress_batch_gives_the_bytes_of_a_batch_of_pushed_pages() {
+    // `compress_batch` of a sequential backend reads the caller's pages in
+    // place; every backend must give what `run` gives on pushed copies,
+    // an oversize page's error included.
+    let corpus = Corpus::synthetic(8, 5);
+    let big = vec![1u8; PAGE_SIZE + 1];
+    let mut pages: Vec<&[u8]> = corpus.pages().collect();
+    pages.insert(3, &big);
+    for c in backends() {
+        let mut pushed = Batch::new(Op::Compress);
+        for p in &pages {
+            pushed.push_page(p);
+        }
+        c.run(&mut pushed);
+        let mut in_place = Batch::new(Op::Compress);
+        // Twice: a reused batch must not keep the first call's results.
+        for _ in 0..2 {
+            c.compress_batch(&pages, &mut in_place);
+            assert_eq!(in_place.len(), pages.len(), "{}", c.name());
+            for i in 0..pages.len() {
+                assert_eq!(
+                    in_place.output(i),
+                    pushed.output(i),
+                    "{} item {i}",
+                    c.name()
+                );
+            }
+        }
+        assert_eq!(
+            in_place.output(3),
+            Err(CompressError::TooLarge(PAGE_SIZE + 1)),
+            "{}",
+            c.name()
+        );
+    }
+}
+
+#[test]
 fn single_page_calls_match_batches() {
     for c in backends() {
         let page = Corpus::synthetic_page("text", 2).unwrap();

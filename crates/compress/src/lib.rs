@@ -184,6 +184,15 @@ pub trait Compressor: Send + Sync + fmt::Debug {
     /// Pages the backend compresses in parallel; 1 for sequential ones.
     fn batch_size(&self) -> usize;
 
+    /// Whether [`Compressor::compress_batch`] reads the caller's pages
+    /// only in the calling thread, before it returns. A caller whose pages
+    /// may fault into a handler that serves only the caller's own thread
+    /// (uzswap's evictor, on a page discarded behind its back) may pass
+    /// them in place only then; otherwise it passes a copy.
+    fn reads_pages_in_caller(&self) -> bool {
+        false
+    }
+
     /// Compresses one page in the calling thread.
     fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError>;
 

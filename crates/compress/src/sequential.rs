@@ -123,6 +123,12 @@ impl<C: Codec> Compressor for Sequential<C> {
         1
     }
 
+    /// Every page is read in [`Compressor::compress_batch`], in the
+    /// calling thread.
+    fn reads_pages_in_caller(&self) -> bool {
+        true
+    }
+
     fn compress_page(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
         self.ctxs.compress_page(&self.codec, src, dst)
     }

@@ -47,7 +47,7 @@ pub use stats::Stats;
 pub use swap_state::{
     AroundPage, Source, Swap, SwapOutReport, ENTRY_METADATA_BYTES, WRITEBACK_BATCH,
 };
-pub use zswap::{Reject, Zswap};
+pub use zswap::{Prepared, Reject, Zswap};
 
 pub use common::PAGE_SIZE;
 pub use swapfile::IoBackend;

@@ -181,16 +181,21 @@ impl Swap {
     /// as one folio, or, if zswap rejects it and writeback is on, to the
     /// swap file. An error means nothing was stored: the caller keeps the
     /// pages.
+    ///
+    /// `pages` are read before any slot lock is taken (the zero test and
+    /// compression, [`Zswap::prepare`]); a folio bound for the swap file is
+    /// copied then, and written from the copy. So a caller whose pages may
+    /// fault (uzswap's evictor, on a page the program discarded behind its
+    /// back) never faults while it holds a lock that the thread serving
+    /// the fault may wait for. Where the compressor reads the pages in
+    /// other threads ([`Swap::reads_pages_in_caller`] false), such a caller
+    /// passes a copy.
     pub fn swap_out(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<SwapOutReport, ZswapError> {
         let bad_len = pages.is_empty() || pages.len() > 512 || pages.len() != offsets.len();
         if bad_len || pages.iter().any(|p| p.len() != PAGE_SIZE) {
             return Err(ZswapError::BadFolio);
         }
         self.check_offsets(offsets)?;
-        let _held = self.lock_slots(offsets);
-        for &o in offsets {
-            self.drop_contents(o);
-        }
         let (mut rest_pages, mut rest_offsets, mut zero_offsets) =
             (Vec::new(), Vec::new(), Vec::new());
         for (&page, &o) in pages.iter().zip(offsets) {
@@ -205,27 +210,48 @@ impl Swap {
             zero: zero_offsets.len(),
             ..SwapOutReport::default()
         };
-        if !rest_pages.is_empty() {
-            match self.zswap.store(&rest_pages, &rest_offsets) {
-                Ok(()) => report.zswap = rest_pages.len(),
-                Err(reject) => {
-                    if reject == Reject::PoolLimit {
-                        self.kick_shrinker();
-                    }
-                    if !self.cfg.writeback {
-                        return Err(ZswapError::Rejected(reject));
-                    }
-                    self.dev.write_pages(&rest_offsets, &rest_pages)?;
-                    Counters::add(&self.counters.pswpout, rest_pages.len());
-                    report.disk = rest_pages.len();
+        // Unlocked: compression names no slot.
+        let pooled = (!rest_pages.is_empty()).then(|| self.zswap.prepare(&rest_pages));
+        let to_disk: Option<Vec<u8>> = match &pooled {
+            Some(Err(reject)) => {
+                if *reject == Reject::PoolLimit {
+                    self.kick_shrinker();
                 }
+                if !self.cfg.writeback {
+                    return Err(ZswapError::Rejected(*reject));
+                }
+                Some(rest_pages.concat())
             }
+            _ => None,
+        };
+        let _held = self.lock_slots(offsets);
+        for &o in offsets {
+            self.drop_contents(o);
+        }
+        match (pooled, to_disk) {
+            (Some(Ok(prepared)), _) => {
+                report.zswap = prepared.len();
+                self.zswap.commit(prepared, &rest_offsets);
+            }
+            (_, Some(copy)) => {
+                let copies: Vec<&[u8]> = copy.chunks_exact(PAGE_SIZE).collect();
+                self.dev.write_pages(&rest_offsets, &copies)?;
+                Counters::add(&self.counters.pswpout, copies.len());
+                report.disk = copies.len();
+            }
+            _ => {}
         }
         for o in zero_offsets {
             self.set_zero(o, true);
         }
         Counters::add(&self.counters.swpout_zero, report.zero);
         Ok(report)
+    }
+
+    /// Whether [`Swap::swap_out`] reads its pages only in the calling
+    /// thread ([`Zswap::reads_pages_in_caller`]).
+    pub fn reads_pages_in_caller(&self) -> bool {
+        self.zswap.reads_pages_in_caller()
     }
 
     /// Forgets what slot `offset` holds, keeping the slot allocated.

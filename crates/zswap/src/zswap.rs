@@ -47,6 +47,33 @@ pub enum Reject {
     AllocFail,
 }
 
+/// Pages compressed into the pool by [`Zswap::prepare`], not yet at any
+/// offset. Dropped without [`Zswap::commit`], it frees them.
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    zswap: &'a Zswap,
+    stored: Vec<(Handle, usize)>,
+}
+
+impl Prepared<'_> {
+    /// Pages prepared.
+    pub fn len(&self) -> usize {
+        self.stored.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stored.is_empty()
+    }
+}
+
+impl Drop for Prepared<'_> {
+    fn drop(&mut self) {
+        for (h, _) in self.stored.drain(..) {
+            let _ = self.zswap.pool.free(h);
+        }
+    }
+}
+
 /// A victim picked for writeback: its offset and entry generation.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Victim {
@@ -158,11 +185,23 @@ impl Zswap {
             .saturating_sub(self.accept_pages)
     }
 
-    /// Stores `pages` at `offsets`, all or nothing (`zswap_store`).
+    /// Stores `pages` at `offsets`, all or nothing (`zswap_store`):
+    /// [`Zswap::prepare`], then [`Zswap::commit`].
     ///
     /// Like the kernel, which holds the folio lock, the caller serialises
     /// operations on one offset ([`crate::Swap`] does with its slot locks).
     pub fn store(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<(), Reject> {
+        let prepared = self.prepare(pages)?;
+        self.commit(prepared, offsets);
+        Ok(())
+    }
+
+    /// The first half of a store, which names no offset, so needs no slot
+    /// lock: compresses `pages` in batches of `store_batch` and moves them
+    /// into the pool, all or nothing. Until [`Zswap::commit`] publishes
+    /// them, the objects are the caller's; a [`Prepared`] dropped
+    /// uncommitted frees them.
+    pub fn prepare(&self, pages: &[&[u8]]) -> Result<Prepared<'_>, Reject> {
         if !self.cfg.enabled {
             return Err(Reject::Disabled);
         }
@@ -170,28 +209,41 @@ impl Zswap {
             Counters::add(&self.counters.pool_limit_hit, 1);
             return Err(Reject::PoolLimit);
         }
-        let mut stored: Vec<(Handle, usize)> = Vec::with_capacity(pages.len());
+        let mut prepared = Prepared {
+            zswap: self,
+            stored: Vec::with_capacity(pages.len()),
+        };
         let mut batch = self.batches.lock().pop().unwrap_or_default();
         let mut result = Ok(());
         for chunk in pages.chunks(self.cfg.store_batch) {
             self.compressor.compress_batch(chunk, &mut batch);
-            if let Err(e) = self.store_batch(chunk, &batch, &mut stored) {
+            if let Err(e) = self.store_batch(chunk, &batch, &mut prepared.stored) {
                 result = Err(e);
                 break;
             }
         }
         self.batches.lock().push(batch);
-        if let Err(e) = result {
-            for (h, _) in stored {
-                let _ = self.pool.free(h);
-            }
-            return Err(e);
-        }
-        for (&offset, (handle, length)) in offsets.iter().zip(stored) {
+        // On an error, dropping `prepared` frees what was stored.
+        result.map(|()| prepared)
+    }
+
+    /// The second half of a store: publishes the prepared pages at
+    /// `offsets`, in order (an offset's older entry, if any, is freed). The
+    /// caller holds the offsets' slot locks. Pages beyond `offsets` (a
+    /// caller's mistake) are freed, never leaked.
+    pub fn commit(&self, mut prepared: Prepared<'_>, offsets: &[u64]) {
+        debug_assert_eq!(prepared.stored.len(), offsets.len());
+        let n = prepared.stored.len().min(offsets.len());
+        for (&offset, (handle, length)) in offsets.iter().zip(prepared.stored.drain(..n)) {
             self.insert(offset, handle, length);
         }
-        Counters::add(&self.counters.zswpout, pages.len());
-        Ok(())
+        Counters::add(&self.counters.zswpout, n);
+    }
+
+    /// Whether [`Zswap::prepare`] reads the pages only in the calling
+    /// thread, before it returns ([`Compressor::reads_pages_in_caller`]).
+    pub fn reads_pages_in_caller(&self) -> bool {
+        self.compressor.reads_pages_in_caller()
     }
 
     /// Moves one compressed batch into the pool (seed 000's rules).

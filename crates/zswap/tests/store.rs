@@ -41,6 +41,33 @@ fn swap_in(swap: &Swap, slot: u64) -> (Vec<u8>, Source) {
 }
 
 #[test]
+fn a_store_prepared_then_dropped_frees_its_pool_objects() {
+    // `swap_out` compresses into the pool before it takes the slot locks
+    // (`Zswap::prepare`), then publishes (`Zswap::commit`); a preparation
+    // never committed must leave nothing behind.
+    let swap = Swap::new(cfg()).unwrap();
+    let z = swap.zswap();
+    let pages: Vec<Vec<u8>> = (0..40).map(text_page).collect();
+    let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+    let prepared = z.prepare(&refs).unwrap();
+    assert_eq!(prepared.len(), 40);
+    assert!(z.pool_pages() > 0);
+    drop(prepared);
+    assert_eq!(z.pool_pages(), 0, "every object freed");
+    assert_eq!(z.stored_pages(), 0);
+    assert_eq!(swap.stats().zswpout, 0);
+    // Committed, the same pages read back; the stores count once each.
+    let slots = swap.alloc_slots(40).unwrap();
+    let prepared = z.prepare(&refs).unwrap();
+    z.commit(prepared, &slots);
+    assert_eq!(z.stored_pages(), 40);
+    assert_eq!(swap.stats().zswpout, 40);
+    for (i, &s) in slots.iter().enumerate() {
+        assert_eq!(swap_in(&swap, s), (pages[i].clone(), Source::Zswap));
+    }
+}
+
+#[test]
 fn incompressible_pages_are_stored_raw_with_writeback_on() {
     let swap = Swap::new(cfg()).unwrap();
     let page = random_page(1);

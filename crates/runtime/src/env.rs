@@ -387,27 +387,45 @@ impl Env for RealEnv {
         let slots = own
             .alloc_slots(pages)
             .map_err(|e| StoreError(e.to_string()))?;
-        // Copy the run out first, with no lock of ours held: a page the
-        // program discarded behind our back faults here, and the handler
-        // maps zeros (the kernel's answer). The handler serving that fault
-        // may itself wait for a slot lock (a swap-in of the same stripe),
-        // which the store would hold while it read the program's page in
-        // place: reading a copy, it cannot fault.
-        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
-        staging.resize(pages * PAGE, 0);
+        // A page the program discarded behind our back faults when it is
+        // read, and the handler maps zeros (the kernel's answer) for this
+        // thread only (the evictor); it may itself be waiting for a slot
+        // lock (a swap-in of the same stripe). So the run is read with no
+        // lock of the store held: `swap_out` compresses before it locks
+        // any slot. Where the compressor reads pages in other threads
+        // (`--parallel`), whose faults the handler would make wait for this
+        // eviction, the run is copied out first, in this thread.
         // SAFETY: the run is mapped and write-protected (it is `Evicting`):
-        // no thread changes its bytes while they are copied, and every page
-        // of it is readable (a discarded one faults in as zeros).
+        // no thread writes it while it is read. A raw discard may still
+        // replace a page with zeros (the kernel's doing): the read faults,
+        // in this thread, and the store is refused below.
         let src = unsafe { std::slice::from_raw_parts(addr as *const u8, pages * PAGE) };
-        staging.copy_from_slice(src);
-        let run: Vec<&[u8]> = staging.chunks_exact(PAGE).collect();
-        match own.swap_out(&run, &slots) {
-            Ok(_) => Ok(slots),
-            Err(e) => {
+        let discards = self.counters.external_discards.load(Ordering::Acquire);
+        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        let run: Vec<&[u8]> = if own.reads_pages_in_caller() {
+            src.chunks_exact(PAGE).collect()
+        } else {
+            staging.resize(pages * PAGE, 0);
+            staging.copy_from_slice(src);
+            staging.chunks_exact(PAGE).collect()
+        };
+        let stored = own.swap_out(&run, &slots).map_err(|e| e.to_string());
+        // A page discarded while it was read may have been stored half old
+        // bytes, half zeros (a torn copy). The handler counts each such
+        // fault before it maps the zeros, so any fault since the read began
+        // shows here (another evictor's too: then this refusal is only
+        // caution). Refused, the run stays resident, the discarded page
+        // reading zeros, and a later pass evicts it whole.
+        let torn = self.counters.external_discards.load(Ordering::Acquire) != discards;
+        match stored {
+            Ok(_) if !torn => Ok(slots),
+            result => {
                 for &s in &slots {
                     let _ = own.free(s);
                 }
-                Err(StoreError(e.to_string()))
+                Err(StoreError(result.err().unwrap_or_else(|| {
+                    "a page of the run was discarded while it was read".into()
+                })))
             }
         }
     }

@@ -68,7 +68,9 @@
 //!
 //! 1. Runtime threads never fault on a region page, except the evictor on
 //!    its own victim discarded behind its back (served with zeros), and
-//!    then only while it copies the run out, holding no lock. The
+//!    then only while it reads the run for the store (the zero test and
+//!    compression, in its own thread; or a copy, where the compressor
+//!    works in other threads), holding no lock of the store. The
 //!    fault handler checks the faulting thread's id and ends the program
 //!    otherwise: with kernel faults handled, a runtime thread faulting
 //!    inside a system call would wait for itself.

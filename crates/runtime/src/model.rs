@@ -231,6 +231,11 @@ impl Env for ModelEnv<'_> {
                 Some(v) => v,
                 // Discarded by the program: the evictor's read faults, and
                 // the handler serves it (the protocol's own function).
+                // Here a page is read at once, so the store is whole; the
+                // real store, which may read part of a page before the
+                // discard and zeros after it, refuses the run instead
+                // (`RealEnv::store_run`; the protocol's answer to a refusal
+                // is checked with `store_refusals`).
                 None if p.discarded => {
                     if let Err(e) = protocol::serve_evictor_fault(self, self.tun, a) {
                         *self.violation.borrow_mut() = Some(Violation::Fatal(e.to_string()));

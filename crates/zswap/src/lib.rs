@@ -6,7 +6,9 @@
 //! * **zswap** (`zswap` module, mm/zswap.c): a tree from swap offset to
 //!   entry (compressed object in a zsmalloc pool); `store` takes a folio in
 //!   batches of `store_batch` pages (`ZSWAP_MAX_BATCH_SIZE`, 8) through the
-//!   compressor's one batch path (seed 000). A page that does not compress
+//!   compressor's one batch path (seed 000), as `prepare` (compress into
+//!   the pool: no offset named, no slot lock needed) then `commit`
+//!   (publish at the offsets). A page that does not compress
 //!   is stored raw if writeback is on, else the folio is rejected
 //!   (`reject_compress_poor` / `reject_compress_fail`; `reject_alloc_fail`
 //!   when the pool cannot allocate). Loads are exclusive (the entry goes).
@@ -29,6 +31,9 @@
 //! 2. Every operation on a slot holds its slot lock (the folio lock's
 //!    role); readahead, writeback and cache trimming only `try_lock` other
 //!    slots, so no two slot locks are ever waited for in a cycle.
+//!    `Swap::swap_out` reads the caller's pages before it takes any (the
+//!    zero test and `prepare`; a folio bound for the file is copied then):
+//!    a caller whose pages may fault never faults holding one.
 //! 3. A page leaves zswap for the file only after the file write succeeded;
 //!    a failed write keeps the entry (no data is lost).
 //!

@@ -364,13 +364,12 @@ impl Swap {
             Counters::add(&self.counters.swpin_zero, 1);
             return Ok((Source::Zero, false));
         }
-        if self.zswap.present(offset) {
-            if self.cfg.readahead == Readahead::Always {
-                self.readahead(offset, true);
-            }
-            if self.zswap.load(offset, page)? {
-                return Ok((Source::Zswap, false));
-            }
+        if self.cfg.readahead == Readahead::Always && self.zswap.present(offset) {
+            self.readahead(offset, true);
+        }
+        // One tree lookup where the page is pooled: `load` says if it is.
+        if self.zswap.load(offset, page)? {
+            return Ok((Source::Zswap, false));
         }
         if self.dev.is_written(offset) {
             self.dev.read_page(offset, page)?;
@@ -481,7 +480,10 @@ impl Swap {
             Counters::add(&self.counters.swpin_zero, 1);
             return Some(vec![0u8; PAGE_SIZE].into_boxed_slice());
         }
-        if !self.zswap.present(n) {
+        // A slot's page is in one place (invariant 1): one on the file is
+        // not pooled, which an atomic load tells. Otherwise `load` alone
+        // looks in the tree.
+        if self.dev.is_written(n) {
             return None;
         }
         let mut data = vec![0u8; PAGE_SIZE].into_boxed_slice();

@@ -992,8 +992,9 @@ fn race_discards(how: Discard, seed: u64) -> (Arc<Runtime>, Arc<runtime::Region>
 ///
 /// A discard landing while the evictor reads the run (it compresses the
 /// program's pages where they lie) would leave a stored copy half old
-/// bytes, half zeros: each such fault refuses the run's store, so there
-/// are at least as many pages refused as faults served.
+/// bytes, half zeros: each such fault refuses the store it happened in,
+/// so faults served mean stores refused. (Not one refusal per fault: the
+/// same page may be discarded, and fault, twice during one read.)
 #[test]
 fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
     let (rt, _region) = race_discards(Discard::Raw, 100);
@@ -1002,7 +1003,7 @@ fn raw_discards_racing_the_evictor_neither_hang_nor_corrupt() {
         "external_discards {} evict_failures {}",
         s.external_discards, s.evict_failures
     );
-    assert!(s.evict_failures >= s.external_discards, "{s:?}");
+    assert!(s.external_discards == 0 || s.evict_failures > 0, "{s:?}");
 }
 
 /// The program's own discards through the runtime (`Runtime::discard`, the

@@ -78,14 +78,9 @@ impl Batch {
 
     /// Adds a page to compress (a compress batch). Returns its index.
     pub fn push_page(&mut self, page: &[u8]) -> usize {
-        debug_assert_eq!(self.op, Op::Compress);
-        let item = self.next_item();
-        item.src.clear();
-        item.src.extend_from_slice(page);
-        item.expected = 0;
-        if page.len() > PAGE_SIZE {
-            item.result = Some(Err(CompressError::TooLarge(page.len())));
-        }
+        self.push_output_only(page.len())
+            .src
+            .extend_from_slice(page);
         self.len - 1
     }
 
@@ -112,13 +107,19 @@ impl Batch {
         }
     }
 
-    /// Adds an item whose input stays with the caller: a backend that
-    /// compresses in the calling thread reads the caller's page where it
-    /// lies and fills only the output (its [`Batch::input`] is empty).
-    pub(crate) fn push_output_only(&mut self) -> &mut BatchItem {
+    /// Adds a compress item for a page of `len` bytes whose input stays
+    /// with the caller: a backend that compresses in the calling thread
+    /// reads the caller's page where it lies and fills only the output (its
+    /// [`Batch::input`] is empty). An oversize page's item comes with its
+    /// error as result, to be left as it is.
+    pub(crate) fn push_output_only(&mut self, len: usize) -> &mut BatchItem {
+        debug_assert_eq!(self.op, Op::Compress);
         let item = self.next_item();
         item.src.clear();
         item.expected = 0;
+        if len > PAGE_SIZE {
+            item.result = Some(Err(CompressError::TooLarge(len)));
+        }
         item
     }
 

@@ -4,7 +4,7 @@
 
 use crate::batch::{Batch, BatchItem, Op};
 use crate::codec::{compress_page, decompress_exact, Codec};
-use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats, PAGE_SIZE};
+use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 
@@ -114,6 +114,16 @@ impl<C: Codec> Sequential<C> {
     }
 }
 
+impl<C: Codec> Sequential<C> {
+    /// Counts one batch of `pages` pages.
+    fn count_batch(&self, pages: usize) {
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .pages
+            .fetch_add(pages as u64, Ordering::Relaxed);
+    }
+}
+
 impl<C: Codec> Compressor for Sequential<C> {
     fn algorithm(&self) -> Algorithm {
         self.codec.algorithm()
@@ -149,30 +159,24 @@ impl<C: Codec> Compressor for Sequential<C> {
         batch.reset(Op::Compress);
         self.ctxs.with(&self.codec, |ctx| {
             for page in pages {
-                let item = batch.push_output_only();
-                item.result = Some(if page.len() > PAGE_SIZE {
-                    Err(CompressError::TooLarge(page.len()))
-                } else {
-                    compress_page(&self.codec, ctx, page, &mut item.dst)
-                });
+                let item = batch.push_output_only(page.len());
+                if item.result.is_none() {
+                    item.result = Some(compress_page(&self.codec, ctx, page, &mut item.dst));
+                }
             }
         });
-        self.counters.batches.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .pages
-            .fetch_add(pages.len() as u64, Ordering::Relaxed);
+        self.count_batch(pages.len());
     }
 
     fn run(&self, batch: &mut Batch) {
         let op = batch.op();
-        let n = batch.len() as u64;
+        let n = batch.len();
         self.ctxs.with(&self.codec, |ctx| {
             for item in batch.items_mut() {
                 process_item(&self.codec, ctx, op, item, false);
             }
         });
-        self.counters.batches.fetch_add(1, Ordering::Relaxed);
-        self.counters.pages.fetch_add(n, Ordering::Relaxed);
+        self.count_batch(n);
     }
 
     fn stats(&self) -> CompressorStats {

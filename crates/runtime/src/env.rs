@@ -401,10 +401,12 @@ impl Env for RealEnv {
         // in this thread, and the store is refused below.
         let src = unsafe { std::slice::from_raw_parts(addr as *const u8, pages * PAGE) };
         let discards = self.counters.external_discards.load(Ordering::Acquire);
-        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        // The copy's buffer, locked only where there is a copy to make.
+        let mut staging;
         let run: Vec<&[u8]> = if own.reads_pages_in_caller() {
             src.chunks_exact(PAGE).collect()
         } else {
+            staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
             staging.resize(pages * PAGE, 0);
             staging.copy_from_slice(src);
             staging.chunks_exact(PAGE).collect()

@@ -210,36 +210,35 @@ impl Swap {
             zero: zero_offsets.len(),
             ..SwapOutReport::default()
         };
-        // Unlocked: compression names no slot.
-        let pooled = (!rest_pages.is_empty()).then(|| self.zswap.prepare(&rest_pages));
-        let to_disk: Option<Vec<u8>> = match &pooled {
-            Some(Err(reject)) => {
-                if *reject == Reject::PoolLimit {
-                    self.kick_shrinker();
+        // Unlocked: compression names no slot. A folio zswap refuses goes
+        // to the file, from a copy taken now.
+        let (mut pooled, mut to_disk) = (None, None);
+        if !rest_pages.is_empty() {
+            match self.zswap.prepare(&rest_pages) {
+                Ok(prepared) => pooled = Some(prepared),
+                Err(reject) => {
+                    if reject == Reject::PoolLimit {
+                        self.kick_shrinker();
+                    }
+                    if !self.cfg.writeback {
+                        return Err(ZswapError::Rejected(reject));
+                    }
+                    to_disk = Some(rest_pages.concat());
                 }
-                if !self.cfg.writeback {
-                    return Err(ZswapError::Rejected(*reject));
-                }
-                Some(rest_pages.concat())
             }
-            _ => None,
-        };
+        }
         let _held = self.lock_slots(offsets);
         for &o in offsets {
             self.drop_contents(o);
         }
-        match (pooled, to_disk) {
-            (Some(Ok(prepared)), _) => {
-                report.zswap = prepared.len();
-                self.zswap.commit(prepared, &rest_offsets);
-            }
-            (_, Some(copy)) => {
-                let copies: Vec<&[u8]> = copy.chunks_exact(PAGE_SIZE).collect();
-                self.dev.write_pages(&rest_offsets, &copies)?;
-                Counters::add(&self.counters.pswpout, copies.len());
-                report.disk = copies.len();
-            }
-            _ => {}
+        if let Some(prepared) = pooled {
+            report.zswap = prepared.len();
+            self.zswap.commit(prepared, &rest_offsets);
+        } else if let Some(copy) = to_disk {
+            let copies: Vec<&[u8]> = copy.chunks_exact(PAGE_SIZE).collect();
+            self.dev.write_pages(&rest_offsets, &copies)?;
+            Counters::add(&self.counters.pswpout, copies.len());
+            report.disk = copies.len();
         }
         for o in zero_offsets {
             self.set_zero(o, true);

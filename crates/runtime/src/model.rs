@@ -1421,6 +1421,11 @@ mod tests {
     #[test]
     fn batched_eviction_is_safe_in_every_interleaving() {
         passes("batched eviction", batch(None));
+        // Groups of one page: the two runs still form one group, as the
+        // second continues the first.
+        let mut sc = batch(None);
+        sc.tun.unmap_group_pages = 1;
+        passes("batched eviction, groups of one page", sc);
     }
 
     #[test]
@@ -1535,11 +1540,26 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_that_leaves_a_run_mapped_is_caught() {
+    fn a_span_protect_that_covers_its_first_run_only_loses_a_write() {
+        // The batch's two pages are neighbours: one call protects both.
+        // If it protected the first only, page 1's write could land
+        // between its copy and its unmap.
         let v = fails(
-            "batch unmaps its last run only",
-            batch(Some(Flaw::BatchUnmapsLastRunOnly)),
+            "span protects its first run only",
+            batch(Some(Flaw::SpanProtectsFirstRunOnly)),
         );
+        assert!(
+            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_batch_that_leaves_a_run_mapped_is_caught() {
+        // Groups of one page: only a continued run makes a batch of two.
+        let mut sc = batch(Some(Flaw::BatchUnmapsLastRunOnly));
+        sc.tun.unmap_group_pages = 1;
+        let v = fails("batch unmaps its last run only", sc);
         assert!(
             matches!(
                 v,

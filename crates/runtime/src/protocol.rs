@@ -39,7 +39,8 @@
 //!   A reclaim batch stores its runs one by one and unmaps them in groups
 //!   of at least `unmap_group_pages` pages, one `process_madvise` (one TLB
 //!   flush) per group; a group's pages stay `Evicting` until the whole
-//!   group is unmapped.
+//!   group is unmapped. Runs that continue one another (a stream's folios)
+//!   are write-protected by one call and stay in one group.
 //! * `Loading`: its stored copy is being mapped back.
 //! * `Swapped`: unmapped; its bytes are in store `store` at `slot`.
 //! * `Clean`: resident, mapped write-protected by the read fault that
@@ -591,6 +592,9 @@ pub enum Flaw {
     /// The evictor's fault on its own discarded victim maps the zero page
     /// writable (the version before stop 29).
     EvictorZerosWritable,
+    /// A run's write-protect call covers that run only, yet the runs that
+    /// continue it are taken as protected too.
+    SpanProtectsFirstRunOnly,
     /// The program's discard does not wait for the operations in flight
     /// on its pages.
     DiscardIgnoresInFlight,
@@ -1226,6 +1230,11 @@ impl Run {
     fn len(&self) -> usize {
         self.n * PAGE
     }
+
+    /// `next` starts where this run ends, in the same region.
+    fn continued_by(&self, next: &Run) -> bool {
+        next.base == self.base && next.first == self.first + self.n
+    }
 }
 
 /// Evicts up to `want` of the oldest resident pages; `Done(evicted)`.
@@ -1242,6 +1251,10 @@ pub struct Evict {
     unmapped: Vec<(Vec<Slot>, bool)>,
     /// The slots the `Clean` victims kept, by page address.
     kept: BTreeMap<usize, Slot>,
+    /// Pages `[start, end)` write-protected by one call that covered the
+    /// current run and the runs continuing it (a stream's folios): they
+    /// go straight to their store.
+    protected: Option<(usize, usize)>,
     done: usize,
     pc: EvictPc,
 }
@@ -1281,6 +1294,7 @@ impl Evict {
             stored: Vec::new(),
             unmapped: Vec::new(),
             kept: BTreeMap::new(),
+            protected: None,
             done: 0,
             pc: EvictPc::Pick,
         }
@@ -1288,6 +1302,27 @@ impl Evict {
 
     fn run(&self) -> Run {
         self.runs[self.runs.len() - 1]
+    }
+
+    /// `[start, end)` of the current run and the runs after it that
+    /// continue it, none of them clean (a clean run is protected already).
+    fn span(&self) -> (usize, usize) {
+        let run = self.run();
+        let mut last = run;
+        for next in self.runs.iter().rev().skip(1) {
+            if next.clean || !last.continued_by(next) {
+                break;
+            }
+            last = *next;
+        }
+        (run.addr(), last.addr() + last.len())
+    }
+
+    /// The current run lies in the span an earlier call protected.
+    fn already_protected(&self) -> bool {
+        let run = self.run();
+        self.protected
+            .is_some_and(|(start, end)| start <= run.addr() && run.addr() + run.len() <= end)
     }
 
     /// The current run is finished (stored, or put back): on to the next.
@@ -1312,7 +1347,15 @@ impl Evict {
             return Step::Next;
         }
         let stored_pages: usize = self.stored.iter().map(|(r, _)| r.n).sum();
-        if stored_pages > 0 && (stored_pages >= group_pages || self.runs.is_empty()) {
+        // A group grows while the runs continue one another (a stream's
+        // folios: one flush for the batch); otherwise it ends once it has
+        // `group_pages` pages, so random victims' writers wait little.
+        let continued = match (self.stored.last(), self.runs.last()) {
+            (Some((last, _)), Some(next)) => last.continued_by(next),
+            _ => false,
+        };
+        if stored_pages > 0 && (self.runs.is_empty() || (stored_pages >= group_pages && !continued))
+        {
             self.pc = EvictPc::DiscardStored;
             Step::Next
         } else if !self.runs.is_empty() {
@@ -1359,10 +1402,26 @@ impl Evict {
                 };
                 Ok(Step::Next)
             }
+            EvictPc::Protect if self.already_protected() => {
+                self.pc = EvictPc::Store;
+                Ok(Step::Next)
+            }
             EvictPc::Protect => {
                 let run = self.run();
-                self.pc = match cx.env.protect(run.addr(), run.len()) {
-                    Ok(()) => EvictPc::Store,
+                // One call (one TLB flush) for this run and the runs that
+                // continue it; each is still stored, unmapped and put back
+                // on its own.
+                let span = self.span();
+                let len = if cx.tun.flawed(Flaw::SpanProtectsFirstRunOnly) {
+                    run.len()
+                } else {
+                    span.1 - span.0
+                };
+                self.pc = match cx.env.protect(span.0, len) {
+                    Ok(()) => {
+                        self.protected = Some(span);
+                        EvictPc::Store
+                    }
                     // Nothing was protected: put the run back as it was.
                     Err(_) => EvictPc::UndoFree(Vec::new()),
                 };

@@ -40,7 +40,9 @@
 //!   of at least `unmap_group_pages` pages, one `process_madvise` (one TLB
 //!   flush) per group; a group's pages stay `Evicting` until the whole
 //!   group is unmapped. Runs that continue one another (a stream's folios)
-//!   are write-protected by one call and stay in one group.
+//!   are write-protected by one call, and a group of runs of half a folio
+//!   or more grows while its next run is one too and starts less than a
+//!   folio past its last.
 //! * `Loading`: its stored copy is being mapped back.
 //! * `Swapped`: unmapped; its bytes are in store `store` at `slot`.
 //! * `Clean`: resident, mapped write-protected by the read fault that
@@ -553,9 +555,10 @@ pub struct Tunables {
     /// A page refaulting within this many evictions is active.
     pub workingset_pages: u64,
     /// Eviction unmaps its stored runs together once they hold this many
-    /// pages (and at the end of the batch): one TLB flush for all of them.
-    /// The writers of those pages wait until the group is unmapped, so a
-    /// group is kept short.
+    /// pages, unless they stream (long runs, near one another), and at the
+    /// end of the batch: one TLB flush for all of them. The writers of those pages
+    /// wait until the group is unmapped, so a group of scattered victims is
+    /// kept short.
     pub unmap_group_pages: usize,
     /// A deliberately broken variant, to show the model checker catching it.
     #[cfg(test)]
@@ -1235,6 +1238,13 @@ impl Run {
     fn continued_by(&self, next: &Run) -> bool {
         next.base == self.base && next.first == self.first + self.n
     }
+
+    /// `next` starts after this run, in the same region, fewer than
+    /// `within` pages past its end.
+    fn near(&self, next: &Run, within: usize) -> bool {
+        let end = self.first + self.n;
+        next.base == self.base && next.first >= end && next.first - end < within
+    }
 }
 
 /// Evicts up to `want` of the oldest resident pages; `Done(evicted)`.
@@ -1329,14 +1339,14 @@ impl Evict {
     /// Runs are protected and stored one by one; once all are, the stored
     /// ones are unmapped together, then un-protected and published one by
     /// one.
-    fn next_run(&mut self, group_pages: usize) -> Step<usize> {
+    fn next_run(&mut self, tun: &Tunables) -> Step<usize> {
         self.runs.pop();
-        self.advance(group_pages)
+        self.advance(tun)
     }
 
     /// Sets the step for the current run, or for the batch's unmap once
     /// every run is stored; or ends.
-    fn advance(&mut self, group_pages: usize) -> Step<usize> {
+    fn advance(&mut self, tun: &Tunables) -> Step<usize> {
         if let Some((slots, unmapped)) = self.unmapped.pop() {
             // Finishing an unmapped group: its runs are on top of `runs`.
             self.pc = if unmapped {
@@ -1347,14 +1357,21 @@ impl Evict {
             return Step::Next;
         }
         let stored_pages: usize = self.stored.iter().map(|(r, _)| r.n).sum();
-        // A group grows while the runs continue one another (a stream's
-        // folios: one flush for the batch); otherwise it ends once it has
-        // `group_pages` pages, so random victims' writers wait little.
-        let continued = match (self.stored.last(), self.runs.last()) {
-            (Some((last, _)), Some(next)) => last.continued_by(next),
+        // A group of long runs grows while the next is long too and lies
+        // less than a folio past the last: a stream's folios, with the odd
+        // active page left out, one flush for the batch. Otherwise a group
+        // ends once it has `unmap_group_pages` pages: scattered victims
+        // (xz's, sort's) are written again soon, and their writers wait
+        // for the whole group (longer groups of them cost refaults).
+        let folio = tun.folio_pages.max(1);
+        let streaming = match (self.stored.last(), self.runs.last()) {
+            (Some((last, _)), Some(next)) => {
+                last.near(next, folio) && 2 * last.n >= folio && 2 * next.n >= folio
+            }
             _ => false,
         };
-        if stored_pages > 0 && (self.runs.is_empty() || (stored_pages >= group_pages && !continued))
+        if stored_pages > 0
+            && (self.runs.is_empty() || (stored_pages >= tun.unmap_group_pages && !streaming))
         {
             self.pc = EvictPc::DiscardStored;
             Step::Next
@@ -1450,7 +1467,7 @@ impl Evict {
                     .filter_map(|a| self.kept.remove(&a))
                     .collect();
                 self.stored.push((run, slots));
-                Ok(self.next_run(cx.tun.unmap_group_pages))
+                Ok(self.next_run(cx.tun))
             }
             EvictPc::Store => {
                 let run = self.run();
@@ -1460,7 +1477,7 @@ impl Evict {
                     }
                     Ok(slots) => {
                         self.stored.push((run, slots));
-                        return Ok(self.next_run(cx.tun.unmap_group_pages));
+                        return Ok(self.next_run(cx.tun));
                     }
                     Err(_) => {
                         cx.env.count(Event::EvictFailures, run.n);
@@ -1493,13 +1510,13 @@ impl Evict {
                 }
                 // The last run is the current one; its entry is popped as
                 // its step is set.
-                Ok(self.advance(cx.tun.unmap_group_pages))
+                Ok(self.advance(cx.tun))
             }
             EvictPc::Discard(slots) => {
                 let run = self.run();
                 self.pc = match cx.env.discard(run.addr(), run.len()) {
                     Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
-                        return Ok(self.next_run(cx.tun.unmap_group_pages));
+                        return Ok(self.next_run(cx.tun));
                     }
                     Ok(()) => EvictPc::Unprotect(slots),
                     Err(_) => {
@@ -1552,7 +1569,7 @@ impl Evict {
                     self.pc = EvictPc::Wake;
                     return Ok(Step::Next);
                 }
-                Ok(self.next_run(cx.tun.unmap_group_pages))
+                Ok(self.next_run(cx.tun))
             }
             EvictPc::UndoUnprotect(slots) => {
                 let run = self.run();
@@ -1586,12 +1603,12 @@ impl Evict {
                     self.pc = EvictPc::Wake;
                     return Ok(Step::Next);
                 }
-                Ok(self.next_run(cx.tun.unmap_group_pages))
+                Ok(self.next_run(cx.tun))
             }
             EvictPc::Wake => {
                 let run = self.run();
                 cx.env.wake(run.addr(), run.len())?;
-                Ok(self.next_run(cx.tun.unmap_group_pages))
+                Ok(self.next_run(cx.tun))
             }
         }
     }

@@ -29,8 +29,7 @@ fn check(r: libc::c_long) -> io::Result<usize> {
 }
 
 /// `MADV_DONTNEED` of several `(addr, len)` ranges of this process in as
-/// few `process_madvise(2)` calls as fit (64 ranges each), naming the
-/// process by `PIDFD_SELF` or else by a pidfd opened for the call. Returns how many
+/// few `process_madvise(2)` calls as fit (64 ranges each). Returns how many
 /// leading ranges were discarded in full (the kernel stops at the first it
 /// cannot advise). `Err`: the call is not available here (a kernel before
 /// 6.13 refuses this advice; no `pidfd_open` before 5.3; a seccomp policy);
@@ -41,39 +40,12 @@ fn check(r: libc::c_long) -> io::Result<usize> {
 /// As `madvise(2)` with `MADV_DONTNEED` for every range: their contents
 /// read back as zeros afterwards, so nothing may still need them.
 unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
-    if !SELF_REFUSED.load(Ordering::Relaxed) {
-        // SAFETY: the caller's guarantee.
-        match unsafe { advise_all(PIDFD_SELF, ranges) } {
-            Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
-                SELF_REFUSED.store(true, Ordering::Relaxed)
-            }
-            r => return r,
-        }
-    }
     // A pidfd of this process, opened per call: one cached across a fork
     // would name the parent.
     // SAFETY: pidfd_open takes a pid and flags; a new fd is returned.
     let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) })?;
     // SAFETY: `fd` was just opened and is ours alone.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // SAFETY: the caller's guarantee.
-    unsafe { advise_all(fd.as_raw_fd(), ranges) }
-}
-
-/// The calling thread as a pidfd (`PIDFD_SELF_THREAD`, Linux 6.14+): no
-/// descriptor to open and close per call, and always this process, also
-/// after a fork.
-const PIDFD_SELF: libc::c_int = -10000;
-
-/// `PIDFD_SELF` was refused once (`EBADF`: a kernel before 6.14): from
-/// then on each call opens a pidfd.
-static SELF_REFUSED: AtomicBool = AtomicBool::new(false);
-
-/// [`discard_ranges`] through the pidfd `fd`.
-///
-/// # Safety
-/// As [`discard_ranges`].
-unsafe fn advise_all(fd: libc::c_int, ranges: &[(usize, usize)]) -> io::Result<usize> {
     let mut done = 0;
     for chunk in ranges.chunks(CHUNK) {
         // The vector on this stack: never in the runtime's arena, so the
@@ -93,7 +65,7 @@ unsafe fn advise_all(fd: libc::c_int, ranges: &[(usize, usize)]) -> io::Result<u
         let r = unsafe {
             libc::syscall(
                 libc::SYS_process_madvise,
-                fd,
+                fd.as_raw_fd(),
                 iov.as_ptr(),
                 chunk.len(),
                 libc::MADV_DONTNEED,
@@ -246,41 +218,6 @@ mod tests {
         let results = unsafe { discard_each(&ranges) };
         assert_eq!(results.len(), ranges.len());
         assert!(results.iter().all(Result::is_ok), "{results:?}");
-        for i in 0..pages {
-            let want = if i % 2 == 0 { 0 } else { 0xa5 };
-            assert!(page_is(p, i, want), "page {i}");
-        }
-        // SAFETY: the mapping is ours and nothing refers to it any more.
-        unsafe { libc::munmap(p.cast(), pages * PAGE_SIZE) };
-    }
-
-    /// Both ways of naming this process: `PIDFD_SELF` (where the kernel
-    /// has it) and an opened pidfd (the fallback).
-    #[test]
-    fn ranges_are_discarded_through_either_pidfd() {
-        let pages = 8;
-        let p = filled(pages);
-        let at = |i: usize| (p as usize + i * PAGE_SIZE, PAGE_SIZE);
-        // SAFETY: pidfd_open of our own pid.
-        let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) })
-            .expect("pidfd_open");
-        // SAFETY: `fd` was just opened and is ours alone.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // SAFETY: pages of our own mapping, no longer needed.
-        let opened = unsafe { advise_all(fd.as_raw_fd(), &[at(0), at(2)]) };
-        assert_eq!(opened.expect("through an opened pidfd"), 2);
-        // SAFETY: as above.
-        match unsafe { advise_all(PIDFD_SELF, &[at(4), at(6)]) } {
-            Ok(n) => assert_eq!(n, 2),
-            // A kernel before 6.14: the fallback's case.
-            Err(e) => {
-                assert_eq!(e.raw_os_error(), Some(libc::EBADF), "{e}");
-                // SAFETY: as above.
-                unsafe { discard_each(&[at(4), at(6)]) }
-                    .into_iter()
-                    .for_each(|r| r.expect("discard_each"));
-            }
-        }
         for i in 0..pages {
             let want = if i % 2 == 0 { 0 } else { 0xa5 };
             assert!(page_is(p, i, want), "page {i}");

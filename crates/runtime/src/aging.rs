@@ -14,7 +14,10 @@
 //! plus the passes' own work, each page they write-protect counted as
 //! [`1 / PROTECTS_PER_FAULT`](PROTECTS_PER_FAULT) of a fault. It runs the
 //! cheaper mode, and tries the other one epoch in [`EXPLORE_EVERY`], so
-//! that it notices when the program changes. Where aging saves nothing
+//! that it notices when the program changes; while those tries confirm
+//! the choice they come half as often, down to one in
+//! [`MAX_EXPLORE_EVERY`] (a try costs what the worse mode costs: numpy's
+//! passes, a quarter of its epochs, were 5% of its CPU). Where aging saves nothing
 //! (a stream written once and read back: no write-protect faults, as many
 //! swap-ins either way) the passes' work decides, and aging goes off. Only
 //! the frequency of aging passes changes: what a pass does, and the
@@ -33,8 +36,14 @@ pub(crate) struct Reading {
 
 /// Fewest evictions an epoch needs to say anything.
 pub(crate) const MIN_EVICTIONS: u64 = 256;
-/// Every this many epochs, the mode that looks worse runs once.
+/// Every this many epochs, the mode that looks worse runs once; each such
+/// epoch that confirms the choice doubles the gap to the next, up to
+/// [`MAX_EXPLORE_EVERY`], and one that reverses it brings the gap back.
 pub(crate) const EXPLORE_EVERY: u64 = 4;
+/// The longest gap between two exploring epochs (1.6 s of epochs of the
+/// default 100 ms aging interval): how long a program whose phase changed
+/// may run in the mode that became the worse one.
+pub(crate) const MAX_EXPLORE_EVERY: u64 = 16;
 /// Pages an aging pass write-protects for the cost of one fault. A fault is
 /// a userfaultfd round trip and a swap-in, 5–10 µs on the test machine; a
 /// page write-protected by `UFFDIO_WRITEPROTECT` of a range is about
@@ -55,6 +64,13 @@ pub(crate) struct Governor {
     epochs: u64,
     /// The mode of the epoch under way.
     aging: bool,
+    /// The epoch under way runs the mode that looked worse; the mode that
+    /// looked better when it began.
+    exploring: Option<bool>,
+    /// Epochs between two exploring epochs, now.
+    explore_every: u64,
+    /// The epoch count at which the next exploring epoch runs.
+    next_explore: u64,
     /// Readings at the start of the epoch under way.
     start: Reading,
 }
@@ -67,6 +83,9 @@ impl Governor {
             off_cost: None,
             epochs: 0,
             aging: true,
+            exploring: None,
+            explore_every: EXPLORE_EVERY,
+            next_explore: EXPLORE_EVERY,
             start: now,
         }
     }
@@ -98,7 +117,22 @@ impl Governor {
             (Some(_), None) => false,
             (None, _) => true,
         };
-        let explore = self.epochs.is_multiple_of(EXPLORE_EVERY);
+        if let Some(chosen) = self.exploring.take() {
+            // The try confirms the choice if it cost at least what the
+            // chosen mode costs on average, and the choice stands.
+            let chosen_cost = if chosen { self.on_cost } else { self.off_cost };
+            let confirmed = chosen == on_is_cheaper && chosen_cost.is_some_and(|c| cost >= c);
+            self.explore_every = if confirmed {
+                (2 * self.explore_every).min(MAX_EXPLORE_EVERY)
+            } else {
+                EXPLORE_EVERY
+            };
+        }
+        let explore = self.epochs >= self.next_explore;
+        if explore {
+            self.next_explore = self.epochs + self.explore_every;
+            self.exploring = Some(on_is_cheaper);
+        }
         self.aging = on_is_cheaper != explore;
         self.aging
     }
@@ -162,7 +196,40 @@ mod tests {
         let on = drive(&mut g, 40, |aging| (1000, if aging { 400 } else { 0 }));
         // Off but for the exploring epochs (and the first).
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
-        assert!(!g.aging() || g.epochs.is_multiple_of(EXPLORE_EVERY));
+        assert!(!g.aging() || g.exploring.is_some(), "{g:?}");
+    }
+
+    #[test]
+    fn tries_that_confirm_the_choice_come_ever_more_rarely() {
+        // Aging only adds faults: each try confirms that off is cheaper.
+        let mut g = Governor::new(Reading::default());
+        let on = drive(&mut g, 100, |aging| (1000, if aging { 400 } else { 0 }));
+        // The first epoch, then tries at 4, 12, 28, 44, 60, 76 and 92:
+        // every 16 epochs at most once the gap has grown.
+        assert!(
+            on <= 1 + 100 / MAX_EXPLORE_EVERY as usize + 3,
+            "{on} of 100 on"
+        );
+        assert_eq!(g.explore_every, MAX_EXPLORE_EVERY);
+    }
+
+    #[test]
+    fn a_try_that_beats_the_choice_brings_the_tries_back() {
+        // Aging costs dearly for 60 epochs (tries grow rare, and its
+        // average climbs far above off's), then it saves swap-ins. Each try
+        // moves the average a quarter of the way: it takes six. A try that
+        // beats off's average brings the tries back to every 4 epochs, so
+        // the six come within about 16 + 5 * 4 epochs, not 6 * 16.
+        let mut g = Governor::new(Reading::default());
+        drive(&mut g, 60, |aging| (1000, if aging { 2000 } else { 0 }));
+        assert_eq!(g.explore_every, MAX_EXPLORE_EVERY);
+        let on = drive(
+            &mut g,
+            60,
+            |aging| if aging { (100, 150) } else { (900, 0) },
+        );
+        assert!(on >= 15, "{on} of 60 on after the change");
+        assert!(g.on_cost < g.off_cost, "{g:?}");
     }
 
     #[test]

@@ -1403,6 +1403,15 @@ mod tests {
         v
     }
 
+    /// The checker catches the flaw of `sc` as a lost write or a wrong read.
+    fn loses_a_write(name: &str, sc: Scenario) {
+        let v = fails(name, sc);
+        assert!(
+            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
+            "{v:?}"
+        );
+    }
+
     #[test]
     fn first_touch_is_safe_in_every_interleaving() {
         passes("first touch", first_touch(None));
@@ -1497,13 +1506,9 @@ mod tests {
 
     #[test]
     fn evicting_a_discarded_clean_page_unchecked_revives_old_bytes() {
-        let v = fails(
+        loses_a_write(
             "clean eviction unchecked",
             clean_discarded(Some(Flaw::CleanUnchecked)),
-        );
-        assert!(
-            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
-            "{v:?}"
         );
     }
 
@@ -1544,13 +1549,9 @@ mod tests {
         // The batch's two pages are neighbours: one call protects both.
         // If it protected the first only, page 1's write could land
         // between its copy and its unmap.
-        let v = fails(
+        loses_a_write(
             "span protects its first run only",
             batch(Some(Flaw::SpanProtectsFirstRunOnly)),
-        );
-        assert!(
-            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
-            "{v:?}"
         );
     }
 
@@ -1574,13 +1575,9 @@ mod tests {
 
     #[test]
     fn unprotecting_outside_the_lock_loses_a_write() {
-        let v = fails(
+        loses_a_write(
             "unlocked unprotect",
             tracking(Some(Flaw::UnprotectUnlocked)),
-        );
-        assert!(
-            matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
-            "{v:?}"
         );
     }
 

@@ -425,7 +425,7 @@ fn default_job() -> Result<(), BenchError> {
     bench_zsfree(&ZsFreeArgs {
         mib_per_thread: 64,
         threads: vec![1, 2, 4],
-        reps: 7,
+        reps: 15,
         keep_resident: false,
     })?;
     bench_density(&DensityArgs { mib: 64 })?;

@@ -1557,20 +1557,26 @@ mod tests {
 
     #[test]
     fn a_batch_that_leaves_a_run_mapped_is_caught() {
-        // Groups of one page: only a continued run makes a batch of two.
-        let mut sc = batch(Some(Flaw::BatchUnmapsLastRunOnly));
-        sc.tun.unmap_group_pages = 1;
-        let v = fails("batch unmaps its last run only", sc);
-        assert!(
-            matches!(
-                v,
-                Violation::SwappedMapped(_)
-                    | Violation::LostWrite { .. }
-                    | Violation::BadRead { .. }
-                    | Violation::Fatal(_)
-            ),
-            "{v:?}"
-        );
+        // The default groups of two pages, and groups of one page, where
+        // only a continued run makes a batch of two.
+        for group in [2, 1] {
+            let mut sc = batch(Some(Flaw::BatchUnmapsLastRunOnly));
+            sc.tun.unmap_group_pages = group;
+            let v = fails(
+                &format!("batch unmaps its last run only, groups of {group}"),
+                sc,
+            );
+            assert!(
+                matches!(
+                    v,
+                    Violation::SwappedMapped(_)
+                        | Violation::LostWrite { .. }
+                        | Violation::BadRead { .. }
+                        | Violation::Fatal(_)
+                ),
+                "groups of {group}: {v:?}"
+            );
+        }
     }
 
     #[test]

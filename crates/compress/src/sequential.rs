@@ -112,9 +112,7 @@ impl<C: Codec> Sequential<C> {
             counters: CompressorCounters::new(),
         }
     }
-}
 
-impl<C: Codec> Sequential<C> {
     /// Counts one batch of `pages` pages.
     fn count_batch(&self, pages: usize) {
         self.counters.batches.fetch_add(1, Ordering::Relaxed);

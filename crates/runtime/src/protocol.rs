@@ -556,9 +556,9 @@ pub struct Tunables {
     pub workingset_pages: u64,
     /// Eviction unmaps its stored runs together once they hold this many
     /// pages, unless they stream (long runs, near one another), and at the
-    /// end of the batch: one TLB flush for all of them. The writers of those pages
-    /// wait until the group is unmapped, so a group of scattered victims is
-    /// kept short.
+    /// end of the batch: one TLB flush for all of them. The writers of
+    /// those pages wait until the group is unmapped, so a group of
+    /// scattered victims is kept short.
     pub unmap_group_pages: usize,
     /// A deliberately broken variant, to show the model checker catching it.
     #[cfg(test)]
@@ -1236,7 +1236,7 @@ impl Run {
 
     /// `next` starts where this run ends, in the same region.
     fn continued_by(&self, next: &Run) -> bool {
-        next.base == self.base && next.first == self.first + self.n
+        self.near(next, 1)
     }
 
     /// `next` starts after this run, in the same region, fewer than

@@ -51,7 +51,8 @@ impl FileIo {
         Self { file }
     }
 
-    /// A new file in `dir`, unlinked at once: it lives as long as the handle.
+    /// A new file in `dir` that no other user can open, reachable by no
+    /// name: it lives as long as the handle.
     pub fn create_anonymous(dir: &Path) -> io::Result<Self> {
         Ok(Self {
             file: anonymous_file(dir)?,
@@ -59,17 +60,68 @@ impl FileIo {
     }
 }
 
-/// A new read-write file in `dir`, unlinked at once.
+/// How [`anonymous_file`] makes the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Making {
+    /// `O_TMPFILE`: an inode that is never linked in any folder.
+    Tmpfile,
+    /// A fresh name made with `O_EXCL`, unlinked at once.
+    Named,
+}
+
+/// A new read-write file in `dir` that no other user can open: mode 0600
+/// from its creation on, and never reachable by name where the file system
+/// supports `O_TMPFILE` (tmpfs, ext4, xfs, btrfs…). Elsewhere the file gets
+/// a fresh name with `O_EXCL` and mode 0600 and is unlinked at once: a
+/// process of another user that opens the name in that moment is refused
+/// by the mode. Either way the file lives as long as its handle.
 pub(crate) fn anonymous_file(dir: &Path) -> io::Result<File> {
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = dir.join(format!(".uzswap-swap-{}-{seq}", std::process::id()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
+    match anonymous_file_by(dir, Making::Tmpfile) {
+        Err(e) if tmpfile_unsupported(&e) => anonymous_file_by(dir, Making::Named),
+        made => made,
+    }
+}
+
+/// Errors of `open(O_TMPFILE)` that mean "not on this file system or
+/// kernel", not "cannot create a file here".
+fn tmpfile_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+    )
+}
+
+/// [`anonymous_file`] made one way, checked: a regular file of ours that
+/// no one else can read or write.
+pub(crate) fn anonymous_file_by(dir: &Path, making: Making) -> io::Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).mode(0o600);
+    let file = match making {
+        Making::Tmpfile => options.custom_flags(libc::O_TMPFILE).open(dir)?,
+        Making::Named => {
+            static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = dir.join(format!(".uzswap-swap-{}-{seq}", std::process::id()));
+            let file = options
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            file
+        }
+    };
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        return Err(io::Error::other(format!(
+            "swap file in {}: mode {:o}, owner {}: expected a regular file of user {me}, mode 0600",
+            dir.display(),
+            meta.mode() & 0o7777,
+            meta.uid()
+        )));
+    }
     Ok(file)
 }
 

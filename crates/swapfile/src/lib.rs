@@ -6,10 +6,16 @@
 //! * **Slots.** [`SwapFile::alloc`] hands out `n` slots, contiguous when it
 //!   can (a folio's pages land together, as the kernel's cluster allocator
 //!   arranges). [`SwapFile::free`] returns them.
-//! * **Pages.** [`SwapFile::write_pages`] writes pages to their slots and
-//!   records each page's CRC32C. [`SwapFile::read_page`] reads a slot and
-//!   checks it. A corrupt block is [`SwapError::Corrupt`], never wrong
-//!   data, and a slot never written is [`SwapError::NotWritten`].
+//! * **Pages.** [`SwapFile::write_pages`] writes pages to their slots,
+//!   sealed ([`seal`]): encrypted and authenticated with AES-256-GCM under
+//!   a key that lives only in this process's memory (the default), or
+//!   plain with a CRC32C. [`SwapFile::read_page`] reads a slot and checks
+//!   it. A corrupt, changed or misplaced block is [`SwapError::Corrupt`],
+//!   never wrong data, and a slot never written is
+//!   [`SwapError::NotWritten`].
+//! * **The file** is never reachable by name: `O_TMPFILE` with mode 0600
+//!   (or, where the file system lacks it, a fresh 0600 file unlinked at
+//!   once), so no other user can open it.
 //! * **I/O** goes through [`PageIo`]: [`FileIo`] (pread, and one `pwritev`
 //!   per run of contiguous writes) by default ([`IoBackend::Auto`]),
 //!   [`UringIo`] (io_uring: a batch of writes is one submission) on
@@ -17,22 +23,26 @@
 //!
 //! ## Invariants
 //!
-//! 1. A slot is allocated to at most one owner at a time. Its checksum is
-//!    valid only between a successful write and the slot's free or next
-//!    write.
-//! 2. A failed write leaves the slot's checksum cleared, so the partly
+//! 1. A slot is allocated to at most one owner at a time. Its seal (tag or
+//!    checksum) is valid only between a successful write and the slot's
+//!    free or next write.
+//! 2. A failed write leaves the slot's seal cleared, so the partly
 //!    written block can never be read back as good data.
+//! 3. Under encryption no nonce is used twice with one key, and a page
+//!    opens only at the slot it was written to, from its latest write.
 //!
 //! ## Locking
 //!
-//! The allocator is one mutex. Checksums are per-slot atomics. Writes and
+//! The allocator is one mutex. Seals are per-slot atomics. Writes and
 //! reads of *one* slot are serialised by the caller (the swap layer's slot
 //! lock); different slots may be written in parallel.
 
 mod io;
+mod seal;
 mod uring;
 
 pub use io::{FaultPlan, FaultRates, FaultyIo, FileIo, InjectedFaults, MemIo, PageIo};
+pub use seal::Protection;
 pub use uring::UringIo;
 
 /// Which I/O back-end a swap file uses.
@@ -66,7 +76,7 @@ impl std::str::FromStr for IoBackend {
 
 use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Bytes in a page (and a slot): [`common::PAGE_SIZE`], re-exported.
 pub use common::PAGE_SIZE;
@@ -76,7 +86,7 @@ pub use common::PAGE_SIZE;
 pub enum SwapError {
     #[error("swap slot {slot}: I/O error: {source}")]
     Io { slot: u64, source: std::io::Error },
-    #[error("swap slot {slot}: checksum mismatch (corrupt block)")]
+    #[error("swap slot {slot}: the block read is not the page written there (corrupt, changed or misplaced)")]
     Corrupt { slot: u64 },
     #[error("swap slot {0} holds no written page")]
     NotWritten(u64),
@@ -89,9 +99,6 @@ pub enum SwapError {
     #[error("cannot create swap file: {0}")]
     Create(std::io::Error),
 }
-
-/// Checksum word: `VALID | crc`. Zero means "nothing valid here".
-const VALID: u64 = 1 << 32;
 
 struct Slots {
     /// One bit per slot, set when allocated.
@@ -128,22 +135,12 @@ impl Slots {
 /// it starts again from the first slot.
 const WANDER_SLOTS: usize = 4096;
 
-/// `n` checksums of 0 (no page stored), from zeroed memory that the
-/// checksums never written leave untouched: a table for a 4 GiB file is
-/// 8 MiB, and filling it entry by entry made all of it resident in every
-/// process, whether or not it ever wrote a page to the file.
-fn zeroed_checksums(n: usize) -> Box<[AtomicU64]> {
-    // SAFETY: an all-zero `AtomicU64` is a valid `AtomicU64::new(0)` (it
-    // has the layout of a `u64`), so zeroed memory is initialized.
-    unsafe { Box::<[AtomicU64]>::new_zeroed_slice(n).assume_init() }
-}
-
 /// A swap device over a file.
 pub struct SwapFile {
     io: Box<dyn PageIo>,
     nr_slots: usize,
     slots: Mutex<Slots>,
-    checksums: Box<[AtomicU64]>,
+    seals: seal::Seals,
     /// One past the highest slot ever given out: the per-slot tables are
     /// resident up to here (zeroed lazily, never given back).
     high_water: AtomicUsize,
@@ -159,9 +156,18 @@ impl std::fmt::Debug for SwapFile {
 }
 
 impl SwapFile {
-    /// A device of `nr_slots` slots on `io`.
-    pub fn new(io: Box<dyn PageIo>, nr_slots: usize) -> Self {
-        Self {
+    /// A device of `nr_slots` slots on `io`, its pages encrypted.
+    pub fn new(io: Box<dyn PageIo>, nr_slots: usize) -> Result<Self, SwapError> {
+        Self::with_protection(io, nr_slots, Protection::Encrypted)
+    }
+
+    /// A device of `nr_slots` slots on `io`, its pages protected as said.
+    pub fn with_protection(
+        io: Box<dyn PageIo>,
+        nr_slots: usize,
+        protection: Protection,
+    ) -> Result<Self, SwapError> {
+        Ok(Self {
             io,
             nr_slots,
             slots: Mutex::new(Slots {
@@ -172,20 +178,31 @@ impl SwapFile {
                 freed_frozen: Vec::new(),
             }),
             high_water: AtomicUsize::new(0),
-            checksums: zeroed_checksums(nr_slots),
-        }
+            seals: seal::Seals::new(nr_slots, protection).map_err(SwapError::Create)?,
+        })
     }
 
-    /// A device of `nr_slots` slots in a new file in `dir`, removed from the
-    /// directory at once so it vanishes with the process, on `backend`.
-    pub fn create_in(dir: &Path, nr_slots: usize, backend: IoBackend) -> Result<Self, SwapError> {
+    /// A device of `nr_slots` slots in a new file in `dir` that no other
+    /// user can open and that vanishes with the process, on `backend`, its
+    /// pages protected as said.
+    pub fn create_in(
+        dir: &Path,
+        nr_slots: usize,
+        backend: IoBackend,
+        protection: Protection,
+    ) -> Result<Self, SwapError> {
         let file = io::anonymous_file(dir).map_err(SwapError::Create)?;
         let io: Box<dyn PageIo> = match backend {
             IoBackend::Pread => Box::new(FileIo::new(file)),
             IoBackend::Uring => Box::new(UringIo::new(file).map_err(SwapError::Create)?),
             IoBackend::Auto => Box::new(FileIo::new(file)),
         };
-        Ok(Self::new(io, nr_slots))
+        Self::with_protection(io, nr_slots, protection)
+    }
+
+    /// How this device's pages are protected.
+    pub fn protection(&self) -> Protection {
+        self.seals.protection()
     }
 
     /// The I/O back-end in use.
@@ -202,15 +219,14 @@ impl SwapFile {
     }
 
     /// Bytes of this device's own tables that are resident: per slot up
-    /// to the highest ever given out, its checksum (8 bytes) and its
-    /// allocation bit, page-rounded. What a limit charges besides the pool
+    /// to the highest ever given out, its seal (8 bytes of checksum, or 24
+    /// of nonce and tag) and its allocation bit, page-rounded. What a limit charges besides the pool
     /// (`xz -9` or numpy writing gigabytes back hold tens of MiB here).
     /// Lock-free.
     pub fn table_bytes(&self) -> usize {
         let slots = self.high_water.load(Ordering::Relaxed);
-        let checksums = (slots * std::mem::size_of::<AtomicU64>()).next_multiple_of(PAGE_SIZE);
         let bits = slots.div_ceil(8).next_multiple_of(PAGE_SIZE);
-        checksums + bits
+        self.seals.table_bytes(slots) + bits
     }
 
     /// Allocates `n` slots: one contiguous run if there is one, else any
@@ -274,7 +290,7 @@ impl SwapFile {
         if !s.is_used(idx) {
             return Err(SwapError::InvalidSlot(slot));
         }
-        self.checksums[idx].store(0, Ordering::Release);
+        self.seals.clear(idx);
         if s.is_frozen(idx) {
             // A child may still read it: free it when thawed.
             s.freed_frozen[idx / 64] |= 1 << (idx % 64);
@@ -295,8 +311,9 @@ impl SwapFile {
             s.freed_frozen = vec![0; self.nr_slots.div_ceil(64)];
         }
         let mut out = Vec::new();
-        for (i, c) in self.checksums.iter().enumerate() {
-            if c.load(Ordering::Acquire) & VALID != 0 {
+        // Slots past the high-water mark were never given out.
+        for i in 0..self.high_water.load(Ordering::Relaxed) {
+            if self.seals.is_valid(i) {
                 s.frozen[i] = s.frozen[i].saturating_add(1);
                 out.push(i as u64);
             }
@@ -351,7 +368,7 @@ impl SwapFile {
     /// write failed holds nothing readable afterwards.
     pub fn write_pages_each(&self, slots: &[u64], pages: &[&[u8]]) -> Vec<Result<(), SwapError>> {
         let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(slots.len());
-        let mut writes = Vec::new();
+        // (page index, slot index, slot) of each page to write.
         let mut targets = Vec::new();
         for (i, (&slot, page)) in slots.iter().zip(pages).enumerate() {
             let checked = if page.len() != PAGE_SIZE {
@@ -361,20 +378,48 @@ impl SwapFile {
             };
             match checked {
                 Ok(idx) => {
-                    self.checksums[idx].store(0, Ordering::Release);
-                    writes.push((slot * PAGE_SIZE as u64, *page));
+                    self.seals.clear(idx);
                     targets.push((i, idx, slot));
                     results.push(Ok(()));
                 }
                 Err(e) => results.push(Err(e)),
             }
         }
-        for ((i, idx, slot), r) in targets.into_iter().zip(self.io.write_batch(&writes)) {
+        // Encrypted pages are sealed into one buffer; checksummed ones go
+        // out as they are.
+        let mut sealed_copy = vec![
+            0u8;
+            if self.seals.seals_a_copy() {
+                targets.len() * PAGE_SIZE
+            } else {
+                0
+            }
+        ];
+        let mut out_pages = sealed_copy.chunks_mut(PAGE_SIZE);
+        let seals: Vec<seal::Sealed> = targets
+            .iter()
+            .map(|&(i, _, slot)| {
+                let mut scratch = [0u8; 0];
+                let out = out_pages.next().unwrap_or(&mut scratch);
+                self.seals.seal(slot, pages[i], out)
+            })
+            .collect();
+        let writes: Vec<(u64, &[u8])> = if sealed_copy.is_empty() {
+            targets
+                .iter()
+                .map(|&(i, _, slot)| (slot * PAGE_SIZE as u64, pages[i]))
+                .collect()
+        } else {
+            targets
+                .iter()
+                .zip(sealed_copy.chunks(PAGE_SIZE))
+                .map(|(&(_, _, slot), page)| (slot * PAGE_SIZE as u64, page))
+                .collect()
+        };
+        let written = self.io.write_batch(&writes);
+        for ((&(i, idx, slot), sealed), r) in targets.iter().zip(seals).zip(written) {
             match r {
-                Ok(()) => {
-                    let crc = crc32c::crc32c(pages[i]);
-                    self.checksums[idx].store(VALID | u64::from(crc), Ordering::Release);
-                }
+                Ok(()) => self.seals.commit(idx, sealed),
                 Err(source) => results[i] = Err(SwapError::Io { slot, source }),
             }
         }
@@ -387,7 +432,7 @@ impl SwapFile {
         self.write_pages_each(slots, pages).into_iter().collect()
     }
 
-    /// Reads slot `slot` into `page` and checks its checksum.
+    /// Reads slot `slot` into `page` and checks (and decrypts) it.
     pub fn read_page(&self, slot: u64, page: &mut [u8]) -> Result<(), SwapError> {
         self.read_page_with(slot, page, false)
     }
@@ -404,10 +449,10 @@ impl SwapFile {
             return Err(SwapError::BadPage(page.len()));
         }
         let idx = self.check_allocated(slot)?;
-        let sum = self.checksums[idx].load(Ordering::Acquire);
-        if sum & VALID == 0 {
-            return Err(SwapError::NotWritten(slot));
-        }
+        let word = self
+            .seals
+            .valid_word(idx)
+            .map_err(|_| SwapError::NotWritten(slot))?;
         let pos = slot * PAGE_SIZE as u64;
         let read = if sync {
             self.io.read_at_sync(pos, page)
@@ -415,24 +460,22 @@ impl SwapFile {
             self.io.read_at(pos, page)
         };
         read.map_err(|source| SwapError::Io { slot, source })?;
-        if u64::from(crc32c::crc32c(page)) != sum & !VALID {
-            return Err(SwapError::Corrupt { slot });
-        }
-        Ok(())
+        self.seals
+            .open(idx, slot, word, page)
+            .map_err(|_| SwapError::Corrupt { slot })
     }
 
     /// Forgets the slot's page (it stays allocated): reads now fail with
     /// [`SwapError::NotWritten`].
     pub fn discard(&self, slot: u64) {
         if let Ok(i) = self.index(slot) {
-            self.checksums[i].store(0, Ordering::Release);
+            self.seals.clear(i);
         }
     }
 
     /// True if the slot holds a written page.
     pub fn is_written(&self, slot: u64) -> bool {
-        self.index(slot)
-            .is_ok_and(|i| self.checksums[i].load(Ordering::Acquire) & VALID != 0)
+        self.index(slot).is_ok_and(|i| self.seals.is_valid(i))
     }
 }
 
@@ -442,7 +485,7 @@ mod tests {
 
     #[test]
     fn frozen_slots_are_not_given_out_until_thawed() {
-        let dev = SwapFile::new(Box::new(MemIo::default()), 4);
+        let dev = SwapFile::new(Box::new(MemIo::default()), 4).unwrap();
         let slots = dev.alloc(2).unwrap();
         dev.write_pages(&slots[..1], &[&[7u8; PAGE_SIZE][..]])
             .unwrap();
@@ -483,17 +526,18 @@ mod tests {
 
     #[test]
     fn a_large_device_costs_memory_only_for_the_slots_it_writes() {
-        // 16M slots: a 64 GiB file's 128 MiB checksum table.
-        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 24);
-        let table = dev.checksums.as_ptr() as usize;
-        let bytes = dev.checksums.len() * std::mem::size_of::<AtomicU64>();
-        assert!(
-            resident_pages(table, bytes) < 16,
-            "{} of {} pages of the checksum table resident",
-            resident_pages(table, bytes),
-            bytes / PAGE_SIZE
-        );
-        // Written slots still have their checksums, and read back.
+        // 16M slots: a 64 GiB file's 384 MiB of nonces and tags.
+        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 24).unwrap();
+        for (table, bytes) in dev.seals.tables() {
+            assert!(bytes >= (1 << 24) * 8);
+            assert!(
+                resident_pages(table, bytes) < 16,
+                "{} of {} pages of a seal table resident",
+                resident_pages(table, bytes),
+                bytes / PAGE_SIZE
+            );
+        }
+        // Written slots still have their seals, and read back.
         let slots = dev.alloc(2).unwrap();
         dev.write_pages(&slots, &[&[3u8; PAGE_SIZE][..], &[4u8; PAGE_SIZE][..]])
             .unwrap();
@@ -506,26 +550,35 @@ mod tests {
 
     #[test]
     fn table_bytes_cover_the_slots_up_to_the_highest_given_out() {
-        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 20);
-        assert_eq!(dev.table_bytes(), 0, "nothing given out, nothing touched");
-        let first = dev.alloc(1000).unwrap();
-        // 8 KB of checksums (2 pages) and 125 bytes of bits (1 page).
-        assert_eq!(dev.table_bytes(), 3 * PAGE_SIZE);
-        let more = dev.alloc(9000).unwrap();
-        let high = 1 + *first.iter().chain(&more).max().unwrap() as usize;
-        assert_eq!(high, 10_000, "slots are given out from the start");
-        let want = (high * 8).next_multiple_of(PAGE_SIZE) + (high / 8).next_multiple_of(PAGE_SIZE);
-        assert_eq!(dev.table_bytes(), want);
-        // Freed slots leave the tables as resident as they were.
-        for s in more {
-            dev.free(s).unwrap();
+        for (protection, seal_bytes) in
+            [(Protection::Checksum, 8usize), (Protection::Encrypted, 24)]
+        {
+            let dev =
+                SwapFile::with_protection(Box::new(MemIo::default()), 1 << 20, protection).unwrap();
+            assert_eq!(dev.table_bytes(), 0, "nothing given out, nothing touched");
+            let first = dev.alloc(1000).unwrap();
+            // 8 or 24 KB of seals and 125 bytes of bits (1 page).
+            assert_eq!(
+                dev.table_bytes(),
+                (1000 * seal_bytes).next_multiple_of(PAGE_SIZE) + PAGE_SIZE
+            );
+            let more = dev.alloc(9000).unwrap();
+            let high = 1 + *first.iter().chain(&more).max().unwrap() as usize;
+            assert_eq!(high, 10_000, "slots are given out from the start");
+            let want = (high * seal_bytes).next_multiple_of(PAGE_SIZE)
+                + (high / 8).next_multiple_of(PAGE_SIZE);
+            assert_eq!(dev.table_bytes(), want);
+            // Freed slots leave the tables as resident as they were.
+            for s in more {
+                dev.free(s).unwrap();
+            }
+            assert_eq!(dev.table_bytes(), want);
         }
-        assert_eq!(dev.table_bytes(), want);
     }
 
     #[test]
     fn slots_stay_near_the_start_when_few_are_in_use() {
-        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 20);
+        let dev = SwapFile::new(Box::new(MemIo::default()), 1 << 20).unwrap();
         let mut held = std::collections::VecDeque::new();
         let mut highest = 0;
         // A steady 1,000 slots in use, 200,000 allocations of 1 to 16.
@@ -547,7 +600,13 @@ mod tests {
     use std::collections::HashMap;
 
     fn dev(n: usize) -> SwapFile {
-        SwapFile::create_in(&std::env::temp_dir(), n, IoBackend::Auto).unwrap()
+        SwapFile::create_in(
+            &std::env::temp_dir(),
+            n,
+            IoBackend::Auto,
+            Protection::Encrypted,
+        )
+        .unwrap()
     }
 
     fn page(tag: u8) -> Vec<u8> {
@@ -631,7 +690,7 @@ mod tests {
             Box::new(FileIo::create_anonymous(&std::env::temp_dir()).unwrap()),
             plan.clone(),
         );
-        let d = SwapFile::new(Box::new(io), 16);
+        let d = SwapFile::new(Box::new(io), 16).unwrap();
         let s = d.alloc(4).unwrap();
         let pages: Vec<Vec<u8>> = (0..4).map(page).collect();
         let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
@@ -695,12 +754,172 @@ mod tests {
         // Reading past the end is a clear error from both.
         assert!(uring.read_at(1 << 30, &mut buf).is_err());
         assert!(plain.read_at(1 << 30, &mut buf).is_err());
-        let d = SwapFile::create_in(&std::env::temp_dir(), 8, IoBackend::Uring).unwrap();
+        let d = SwapFile::create_in(
+            &std::env::temp_dir(),
+            8,
+            IoBackend::Uring,
+            Protection::Encrypted,
+        )
+        .unwrap();
         assert_eq!(d.io_name(), "io_uring");
         for backend in [IoBackend::Auto, IoBackend::Pread] {
-            let d = SwapFile::create_in(&std::env::temp_dir(), 8, backend).unwrap();
+            let d = SwapFile::create_in(&std::env::temp_dir(), 8, backend, Protection::Checksum)
+                .unwrap();
             assert_eq!(d.io_name(), "pread/pwrite", "{backend:?}");
         }
+    }
+
+    /// Names of the entries of `dir`.
+    fn entries(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The inotify events `dir` saw while `f` ran: (mask, name).
+    fn watched<T>(dir: &Path, f: impl FnOnce() -> T) -> (T, Vec<(u32, String)>) {
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: inotify_init1 has no memory arguments; the result is
+        // checked.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(
+            fd >= 0,
+            "inotify_init1: {}",
+            std::io::Error::last_os_error()
+        );
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `path` is a valid C string for the call.
+        let wd = unsafe { libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_ALL_EVENTS) };
+        assert!(
+            wd >= 0,
+            "inotify_add_watch: {}",
+            std::io::Error::last_os_error()
+        );
+        let out = f();
+        let mut buf = vec![0u8; 64 << 10];
+        // SAFETY: reads at most buf.len() bytes into `buf`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        let mut events = Vec::new();
+        let mut at = 0;
+        while n > 0 && at < n as usize {
+            // SAFETY: the kernel wrote whole `inotify_event`s (with their
+            // names) into `buf[..n]`; read_unaligned copies the header.
+            let ev: libc::inotify_event = unsafe {
+                std::ptr::read_unaligned(buf[at..].as_ptr() as *const libc::inotify_event)
+            };
+            let head = std::mem::size_of::<libc::inotify_event>();
+            let name = &buf[at + head..at + head + ev.len as usize];
+            let name = String::from_utf8_lossy(name)
+                .trim_end_matches('\0')
+                .to_string();
+            events.push((ev.mask, name));
+            at += head + ev.len as usize;
+        }
+        // SAFETY: our descriptor, closed once.
+        unsafe { libc::close(fd) };
+        (out, events)
+    }
+
+    #[test]
+    fn the_swap_file_is_never_linked_and_only_its_owner_can_open_it() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("uzswap-swapmode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // O_TMPFILE (tmpfs and ext4 have it): no name ever appears.
+        let (file, events) = watched(&dir, || io::anonymous_file(&dir).unwrap());
+        let created: Vec<_> = events
+            .iter()
+            .filter(|(mask, _)| mask & libc::IN_CREATE != 0)
+            .collect();
+        assert!(created.is_empty(), "the swap file was linked: {created:?}");
+        assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+        let meta = file.metadata().unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+        // Where O_TMPFILE is missing: a 0600 file from its creation on,
+        // gone from the folder once made.
+        let (named, events) = watched(&dir, || {
+            io::anonymous_file_by(&dir, io::Making::Named).unwrap()
+        });
+        assert!(
+            events.iter().any(|(mask, _)| mask & libc::IN_CREATE != 0),
+            "the named way links the file for a moment: {events:?}"
+        );
+        assert_eq!(named.metadata().unwrap().mode() & 0o777, 0o600);
+        assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+        // A folder that is not there is a clear error, not a file elsewhere.
+        assert!(io::anonymous_file(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Whether `needle` occurs in the first `bytes` of the file under `d`,
+    /// read as an outsider holding the file would (its descriptor).
+    fn file_shows(d: &SwapFile, bytes: usize, needle: &[u8]) -> bool {
+        let fd = d.raw_fd().expect("a file");
+        let mut raw = vec![0u8; bytes];
+        // SAFETY: reads at most `bytes` into `raw`.
+        let n = unsafe { libc::pread(fd, raw.as_mut_ptr() as *mut libc::c_void, bytes, 0) };
+        assert_eq!(n as usize, bytes, "{}", std::io::Error::last_os_error());
+        raw.windows(needle.len()).any(|w| w == needle)
+    }
+
+    #[test]
+    fn an_encrypted_file_shows_no_page_and_a_checksummed_one_does() {
+        let secret: Vec<u8> = b"uzswap-secret-0123456789"
+            .iter()
+            .copied()
+            .cycle()
+            .take(PAGE_SIZE)
+            .collect();
+        for protection in [Protection::Encrypted, Protection::Checksum] {
+            let d = SwapFile::create_in(&std::env::temp_dir(), 16, IoBackend::Auto, protection)
+                .unwrap();
+            assert_eq!(d.protection(), protection);
+            let slots = d.alloc(8).unwrap();
+            let pages: Vec<&[u8]> = vec![&secret[..]; 8];
+            d.write_pages(&slots, &pages).unwrap();
+            let shows = file_shows(&d, 8 * PAGE_SIZE, b"uzswap-secret");
+            assert_eq!(shows, protection == Protection::Checksum, "{protection:?}");
+            let mut back = vec![0u8; PAGE_SIZE];
+            for &s in &slots {
+                d.read_page(s, &mut back).unwrap();
+                assert_eq!(back, secret);
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_moved_to_another_slot_on_the_file_is_caught() {
+        let d = dev(4);
+        let s = d.alloc(2).unwrap();
+        d.write_pages(&s, &[&page(1)[..], &page(2)[..]]).unwrap();
+        // Someone with the file copies slot 0's block over slot 1's.
+        let fd = d.raw_fd().unwrap();
+        let mut block = vec![0u8; PAGE_SIZE];
+        // SAFETY: reads and writes one page through our own descriptor.
+        unsafe {
+            libc::pread(
+                fd,
+                block.as_mut_ptr() as *mut libc::c_void,
+                PAGE_SIZE,
+                (s[0] * PAGE_SIZE as u64) as i64,
+            );
+            libc::pwrite(
+                fd,
+                block.as_ptr() as *const libc::c_void,
+                PAGE_SIZE,
+                (s[1] * PAGE_SIZE as u64) as i64,
+            );
+        }
+        let mut back = vec![0u8; PAGE_SIZE];
+        assert!(matches!(
+            d.read_page(s[1], &mut back),
+            Err(SwapError::Corrupt { .. })
+        ));
+        d.read_page(s[0], &mut back).unwrap();
+        assert_eq!(back, page(1));
     }
 
     #[test]
@@ -743,7 +962,7 @@ mod tests {
     fn per_page_write_results_keep_the_good_pages() {
         let plan = FaultPlan::default();
         let io = FaultyIo::new(Box::new(MemIo::default()), plan.clone());
-        let d = SwapFile::new(Box::new(io), 8);
+        let d = SwapFile::new(Box::new(io), 8).unwrap();
         let s = d.alloc(4).unwrap();
         let pages: Vec<Vec<u8>> = (0..4).map(page).collect();
         let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
@@ -759,7 +978,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn slot_allocator_matches_a_model(ops in proptest::collection::vec((0usize..3, 1usize..9), 1..60)) {
-            let d = SwapFile::new(Box::new(io::MemIo::default()), 32);
+            let d = SwapFile::new(Box::new(io::MemIo::default()), 32).unwrap();
             let mut owned: HashMap<u64, ()> = HashMap::new();
             for (op, n) in ops {
                 if op == 0 && !owned.is_empty() {

@@ -247,7 +247,8 @@ fn round(
             std::env::temp_dir().display()
         ))
     })?;
-    let dev = SwapFile::new(Box::new(FaultyIo::new(Box::new(file), plan.clone())), slots);
+    let dev = SwapFile::new(Box::new(FaultyIo::new(Box::new(file), plan.clone())), slots)
+        .map_err(zswap::ZswapError::from)?;
     let swap = Swap::with_device(swap_cfg.clone(), dev)?;
     let cfg = RuntimeConfig {
         swap: swap_cfg,

@@ -78,6 +78,9 @@ pub struct Config {
     pub swapfile_pages: usize,
     /// Swap file I/O: io_uring where available, else pread/pwrite.
     pub swap_io: swapfile::IoBackend,
+    /// How pages on the swap file are protected: encrypted (AES-256-GCM,
+    /// a key held only in memory) by default, or checksummed plaintext.
+    pub swap_protection: swapfile::Protection,
 }
 
 impl Default for Config {
@@ -100,6 +103,7 @@ impl Default for Config {
             swapfile_dir: std::env::temp_dir(),
             swapfile_pages: 1 << 18,
             swap_io: swapfile::IoBackend::Auto,
+            swap_protection: swapfile::Protection::Encrypted,
         }
     }
 }

@@ -55,7 +55,7 @@ pub use swap_state::{
 pub use zswap::{Prepared, Reject, Zswap};
 
 pub use common::PAGE_SIZE;
-pub use swapfile::IoBackend;
+pub use swapfile::{IoBackend, Protection};
 
 /// Errors of the swap store. None of them loses a stored page.
 #[derive(Debug, thiserror::Error)]

@@ -91,7 +91,12 @@ impl Swap {
     /// A swap store with a new swap file, per `cfg`.
     pub fn new(cfg: Config) -> Result<Arc<Self>, ZswapError> {
         cfg.validate()?;
-        let dev = SwapFile::create_in(&cfg.swapfile_dir, cfg.swapfile_pages, cfg.swap_io)?;
+        let dev = SwapFile::create_in(
+            &cfg.swapfile_dir,
+            cfg.swapfile_pages,
+            cfg.swap_io,
+            cfg.swap_protection,
+        )?;
         Self::with_device(cfg, dev)
     }
 

@@ -351,7 +351,7 @@ fn faulty_swap(c: Config) -> (Arc<Swap>, FaultPlan) {
         Box::new(FileIo::create_anonymous(&std::env::temp_dir()).unwrap()),
         plan.clone(),
     );
-    let dev = SwapFile::new(Box::new(io), c.swapfile_pages);
+    let dev = SwapFile::new(Box::new(io), c.swapfile_pages).unwrap();
     (Swap::with_device(c, dev).unwrap(), plan)
 }
 

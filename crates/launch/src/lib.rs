@@ -26,6 +26,7 @@
 
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod settings;
 
 pub use report::ProcessReport;

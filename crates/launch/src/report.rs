@@ -9,10 +9,8 @@
 //! ([`ReportError`]), never a silent 0, and callers read fields
 //! (`report.swap.zswpout`), never names.
 
-use crate::settings::env;
 use common::counters::MissingCounter;
 use runtime::RuntimeStats;
-use std::path::PathBuf;
 
 common::counters! {
     /// What the preloaded program holds: its settings in force and its
@@ -232,24 +230,6 @@ pub fn parse(text: &str) -> Result<Vec<(String, u64)>, ReportError> {
         line: e.line,
         text: e.text,
     })
-}
-
-/// Folder of the live-stats sockets: `$UZSWAP_RUN_DIR`, else
-/// `/tmp/uzswap-UID`.
-pub fn run_dir() -> PathBuf {
-    match std::env::var_os(env::RUN_DIR) {
-        Some(d) => PathBuf::from(d),
-        None => {
-            // SAFETY: getuid cannot fail and has no preconditions.
-            let uid = unsafe { libc::getuid() };
-            std::env::temp_dir().join(format!("uzswap-{uid}"))
-        }
-    }
-}
-
-/// The live-stats socket of process `pid`.
-pub fn socket_path(pid: u32) -> PathBuf {
-    run_dir().join(format!("{pid}.sock"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! the library, checking that userfaultfd works for this user, passing the
 //! settings, and collecting every process's counters at the end.
 
-use crate::report::{self, ProcessReport, RunReport, RunStats};
+use crate::report::{ProcessReport, RunReport, RunStats};
 use crate::settings::{env, Settings};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -26,11 +26,8 @@ pub enum LaunchError {
     NoCommand,
     #[error("cannot run {cmd}: {source}")]
     Spawn { cmd: String, source: std::io::Error },
-    #[error("stats folder {path}: {source}")]
-    StatsDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    RunDir(#[from] crate::rundir::RunDirError),
 }
 
 /// Finds the library: `$UZSWAP_PRELOAD`, else next to `exe` (or in its
@@ -191,18 +188,11 @@ impl Launch {
     }
 }
 
-/// A fresh folder for a run's per-process counters (and its shared-limit
-/// file): `TMPDIR/PREFIX-PID-NANOS`. The caller removes it.
+/// A fresh private folder for a run's per-process counters (and its
+/// shared-limit file), in the user's run folder
+/// ([`crate::rundir::new_run_folder`]). The caller removes it.
 pub fn new_stats_dir(prefix: &str) -> Result<PathBuf, LaunchError> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| LaunchError::StatsDir {
-        path: dir.clone(),
-        source,
-    })?;
-    Ok(dir)
+    Ok(crate::rundir::new_run_folder(prefix)?)
 }
 
 /// Every `PID.stats` in `dir`, by pid; and those that could not be read.
@@ -225,12 +215,28 @@ pub fn read_stats_dir(dir: &Path) -> (Vec<ProcessReport>, Vec<String>) {
     (reports, unreadable)
 }
 
-/// Reads a running process's counters from its socket.
+/// Reads a running process's counters from its socket, in the run folder
+/// of the process's user (root reads any process's), once it is sure that
+/// socket is that user's and that the process itself serves it.
 pub fn live_stats(pid: u32) -> Result<ProcessReport, String> {
     use std::io::Read;
-    let path = report::socket_path(pid);
+    let Some((path, uid)) = crate::rundir::socket_of(pid) else {
+        return Err(format!("no process {pid}"));
+    };
+    if std::fs::symlink_metadata(&path).is_ok() {
+        crate::rundir::check_socket(&path, uid)?;
+    }
     match std::os::unix::net::UnixStream::connect(&path) {
         Ok(mut s) => {
+            match peer_pid(&s) {
+                Some(p) if p == pid => {}
+                other => {
+                    return Err(format!(
+                        "{} is served by process {other:?}, not by {pid}: not trusted",
+                        path.display()
+                    ))
+                }
+            }
             let mut text = String::new();
             s.read_to_string(&mut text)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -245,4 +251,27 @@ pub fn live_stats(pid: u32) -> Result<ProcessReport, String> {
             })
         }
     }
+}
+
+/// The process at the other end of a Unix socket (`SO_PEERCRED`: the one
+/// that listens on it).
+fn peer_pid(s: &std::os::unix::net::UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid as u32)
 }

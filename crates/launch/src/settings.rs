@@ -23,6 +23,9 @@ pub mod env {
     pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
     pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
     pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
+    /// Encrypt the pages written to the swap file (1) or write them as
+    /// they are, checksummed (0).
+    pub const ENCRYPT_SWAP: &str = "UZSWAP_ENCRYPT_SWAP";
     /// A swap-in fault that streams brings its whole folio (1) or
     /// only its page (0).
     pub const FOLIO_SWAPIN: &str = "UZSWAP_FOLIO_SWAPIN";
@@ -80,7 +83,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 21] = [
+    pub const VARS: [Var; 22] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -92,6 +95,7 @@ pub mod env {
         flag(SWAPFILE_DIR, "--swapfile-dir"),
         flag(SWAPFILE_SIZE, "--swapfile-size"),
         flag(TRACK_WRITES, "--no-track-writes"),
+        flag(ENCRYPT_SWAP, "--no-encrypt-swap"),
         flag(FOLIO_SWAPIN, "--no-folio-swapin"),
         flag(UNMAP_GROUP, "--unmap-group"),
         flag(CHARGE_POOL, "--uncharged-pool"),
@@ -154,6 +158,9 @@ pub struct Settings {
     pub writeback: bool,
     pub swapfile_dir: PathBuf,
     pub swapfile_bytes: usize,
+    /// Encrypt the pages written to the swap file (AES-256-GCM, a key held
+    /// only in the process's memory).
+    pub encrypt_swap: bool,
     /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
     pub track_writes: bool,
     /// A swap-in fault that streams (right next to a recent one's pages)
@@ -189,6 +196,7 @@ impl Default for Settings {
             writeback: true,
             swapfile_dir: std::env::temp_dir(),
             swapfile_bytes: 4 << 30,
+            encrypt_swap: true,
             track_writes: true,
             folio_swapin: true,
             unmap_group_pages: 2,
@@ -332,6 +340,9 @@ impl Settings {
         if let Some(v) = get(env::SHARED_LIMIT_FILE) {
             s.shared_limit_file = Some(PathBuf::from(v));
         }
+        if let Some(v) = get(env::ENCRYPT_SWAP) {
+            s.encrypt_swap = parse_bool(&v).ok_or_else(|| bad(env::ENCRYPT_SWAP, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::TRACK_WRITES) {
             s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
         }
@@ -451,6 +462,7 @@ impl Settings {
             (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
             (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
             (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
+            (env::ENCRYPT_SWAP, u8::from(self.encrypt_swap).to_string()),
             (env::FOLIO_SWAPIN, u8::from(self.folio_swapin).to_string()),
             (env::UNMAP_GROUP, self.unmap_group_pages.to_string()),
             (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
@@ -511,6 +523,11 @@ impl Settings {
             total_ram_bytes: machine_ram_bytes(),
             swapfile_dir: self.swapfile_dir.clone(),
             swapfile_pages: self.swapfile_bytes / PAGE_SIZE,
+            swap_protection: if self.encrypt_swap {
+                zswap::Protection::Encrypted
+            } else {
+                zswap::Protection::Checksum
+            },
             ..zswap::Config::default()
         };
         if self.parallel {
@@ -647,6 +664,7 @@ mod tests {
             writeback: false,
             swapfile_dir: "/var/tmp".into(),
             swapfile_bytes: 1 << 30,
+            encrypt_swap: false,
             track_writes: false,
             folio_swapin: false,
             unmap_group_pages: 7,

@@ -3,7 +3,7 @@
 //! by `uzswap run`).
 
 use crate::preload;
-use launch::report::{self, ProcessReport, ProgramStats};
+use launch::report::{ProcessReport, ProgramStats};
 use launch::settings::env;
 use std::io::Write;
 use std::os::unix::net::UnixListener;
@@ -31,16 +31,21 @@ pub fn report() -> Option<ProcessReport> {
 
 /// Serves [`report`] to every connection on `RUN_DIR/PID.sock`.
 pub fn start_server() {
-    let path = report::socket_path(std::process::id());
-    if let Some(dir) = path.parent() {
-        if std::fs::create_dir_all(dir).is_err() {
-            return;
-        }
-    }
+    // `uzswap run` checked the run folder before it started the program;
+    // one that is (now) not private serves no stats.
+    let Ok(path) = launch::rundir::own_socket_path() else {
+        return;
+    };
     let _ = std::fs::remove_file(&path);
     let Ok(listener) = UnixListener::bind(&path) else {
         return;
     };
+    // Only the user may connect (the folder is 0700 too).
+    if std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).is_err()
+    {
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
     let _ = std::thread::Builder::new()
         .name("uzswap/stats".into())
         .spawn(move || {
@@ -64,7 +69,9 @@ pub fn write_exit_report() {
         p.runtime.leave_shared_limit();
     }
     let pid = std::process::id();
-    let _ = std::fs::remove_file(report::socket_path(pid));
+    if let Ok(path) = launch::rundir::own_socket_path() {
+        let _ = std::fs::remove_file(path);
+    }
     if let Some(dir) = std::env::var_os(env::STATS_DIR) {
         let path = std::path::Path::new(&dir).join(format!("{pid}.stats"));
         let tmp = path.with_extension("tmp");

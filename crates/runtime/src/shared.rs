@@ -47,7 +47,9 @@ fn alive(pid: u32) -> bool {
 }
 
 impl SharedLimit {
-    /// Maps `path` (created and sized if needed) and claims a slot.
+    /// Maps `path` (created with mode 0600 and sized if needed; never
+    /// through a symbolic link, and only a regular file of this user's)
+    /// and claims a slot.
     ///
     /// A slot holding our own pid is taken over only while this process
     /// image has no view open: it was claimed by this pid before an exec (a
@@ -55,12 +57,24 @@ impl SharedLimit {
     /// image (two runtimes in one process) and stays its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
         let pid = std::process::id();
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)?;
+        let meta = file.metadata()?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.is_file() || meta.uid() != me {
+            return Err(std::io::Error::other(format!(
+                "{}: not a regular file of user {me}: refusing it as the shared-limit file",
+                path.display()
+            )));
+        }
         if (file.metadata()?.len() as usize) < FILE_BYTES {
             file.set_len(FILE_BYTES as u64)?;
         }

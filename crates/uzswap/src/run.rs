@@ -48,6 +48,14 @@ pub struct RuntimeArgs {
     /// Swap file size (sparse).
     #[arg(long, default_value = "4G", value_parser = size_arg)]
     pub swapfile_size: usize,
+    /// Write pages to the swap file as they are (checksummed) instead of
+    /// encrypted and authenticated with AES-256-GCM under a key that only
+    /// this run's memory holds. The swap file is private either way (mode
+    /// 0600, never linked in a folder); encryption also keeps the pages
+    /// from whoever reads the disk. The in-memory pool is plain, as the
+    /// kernel's.
+    #[arg(long)]
+    pub no_encrypt_swap: bool,
     /// Do not track writes (reclaim then takes pages in fault order, with
     /// refault activation only).
     #[arg(long)]
@@ -127,6 +135,7 @@ impl RuntimeArgs {
             writeback: !self.no_writeback,
             swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
             swapfile_bytes: self.swapfile_size,
+            encrypt_swap: !self.no_encrypt_swap,
             track_writes: !self.no_track_writes,
             folio_swapin: !self.no_folio_swapin,
             unmap_group_pages: self.unmap_group as usize,

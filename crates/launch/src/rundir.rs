@@ -1,0 +1,298 @@
+//! Private run folders: where a user's live-stats sockets and each run's
+//! counters and shared-limit file live.
+//!
+//! The folder is `$UZSWAP_RUN_DIR` if set, else `$XDG_RUNTIME_DIR/uzswap`
+//! where `XDG_RUNTIME_DIR` is a folder of this user's (the login session's
+//! private folder), else `TMPDIR/uzswap-UID` (`/tmp/uzswap-UID`). A shared
+//! temporary folder lets anyone make that name first, so the folder is
+//! made with mode 0700 and then checked with `lstat`: it must be a real
+//! folder (not a symbolic link) owned by this user. One that another user
+//! made, or a link, is refused with a clear error, never used; one of ours
+//! with a wider mode (made by an older uzswap) is narrowed to 0700. Files
+//! inside are made with `O_NOFOLLOW` and mode 0600, each run's folder with
+//! `mkdir` (never reused), and the stats socket is made 0600.
+
+use std::ffi::OsString;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::settings::env;
+
+/// A run folder that cannot be trusted or made.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("cannot make the run folder {path}: {source}")]
+    Make {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("refusing the run folder {path}: it is a symbolic link (remove it, or set UZSWAP_RUN_DIR to a folder of yours)")]
+    Symlink { path: PathBuf },
+    #[error("refusing the run folder {path}: it is not a folder")]
+    NotAFolder { path: PathBuf },
+    #[error("refusing the run folder {path}: it belongs to user {owner}, not to user {me} (another user made it first; remove it, or set UZSWAP_RUN_DIR to a folder of yours)")]
+    Foreign { path: PathBuf, owner: u32, me: u32 },
+}
+
+/// The run folder of user `uid` whose environment is `var` (this
+/// process's, or another process's read from `/proc/PID/environ`); not
+/// made, not checked.
+pub fn run_dir_for(var: impl Fn(&str) -> Option<OsString>, uid: u32) -> PathBuf {
+    if let Some(d) = var(env::RUN_DIR).filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(x) = var("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        let x = PathBuf::from(x);
+        let ours = std::fs::symlink_metadata(&x).is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if ours {
+            return x.join("uzswap");
+        }
+    }
+    let tmp = var("TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    tmp.join(format!("uzswap-{uid}"))
+}
+
+/// This process's real user.
+pub fn my_uid() -> u32 {
+    // SAFETY: getuid cannot fail and has no preconditions.
+    unsafe { libc::getuid() }
+}
+
+/// This process's run folder, made if missing and checked
+/// ([`private_dir`]).
+pub fn run_dir() -> Result<PathBuf, RunDirError> {
+    let dir = run_dir_for(|k| std::env::var_os(k), my_uid());
+    private_dir(&dir, my_uid())?;
+    Ok(dir)
+}
+
+/// Makes `dir` (mode 0700) if it is missing, then checks that it is a
+/// folder of user `uid`'s that no one else can enter: not a link, not
+/// another user's. A folder of `uid`'s with a wider mode is narrowed.
+pub fn private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(RunDirError::Make {
+                path: dir.into(),
+                source,
+            })
+        }
+    }
+    check_private_dir(dir, uid)?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| RunDirError::Make {
+        path: dir.into(),
+        source,
+    })?;
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| RunDirError::Make {
+                path: dir.into(),
+                source,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks, without changing anything, that `dir` is a real folder (not a
+/// symbolic link) owned by `uid`.
+pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| RunDirError::Make {
+        path: dir.into(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(RunDirError::Symlink { path: dir.into() });
+    }
+    if !meta.is_dir() {
+        return Err(RunDirError::NotAFolder { path: dir.into() });
+    }
+    if meta.uid() != uid {
+        return Err(RunDirError::Foreign {
+            path: dir.into(),
+            owner: meta.uid(),
+            me: uid,
+        });
+    }
+    Ok(())
+}
+
+/// This process's live-stats socket, in its run folder (made and
+/// checked).
+pub fn own_socket_path() -> Result<PathBuf, RunDirError> {
+    Ok(run_dir()?.join(format!("{}.sock", std::process::id())))
+}
+
+/// A new folder for one run's counters (and its shared-limit file), in
+/// this user's run folder: `RUN_DIR/PREFIX-PID-NANOS`, made with mode
+/// 0700 by `mkdir` (an existing one is an error, never reused). The
+/// caller removes it.
+pub fn new_run_folder(prefix: &str) -> Result<PathBuf, RunDirError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = run_dir()?.join(format!("{prefix}-{}-{nanos}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|source| RunDirError::Make {
+            path: dir.clone(),
+            source,
+        })?;
+    Ok(dir)
+}
+
+/// The environment of process `pid` (`/proc/PID/environ`), if this
+/// process may read it.
+pub fn environ_of(pid: u32) -> Option<Vec<(OsString, OsString)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    Some(
+        raw.split(|&b| b == 0)
+            .filter_map(|kv| {
+                let eq = kv.iter().position(|&b| b == b'=')?;
+                Some((
+                    std::ffi::OsStr::from_bytes(&kv[..eq]).to_os_string(),
+                    std::ffi::OsStr::from_bytes(&kv[eq + 1..]).to_os_string(),
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// The real user of process `pid` (`/proc/PID/status`), as its runtime
+/// names its run folder.
+pub fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().next())
+        .and_then(|real| real.parse().ok())
+}
+
+/// Where process `pid` serves its live stats, and the user it runs as:
+/// its run folder, found from its own environment where it can be read
+/// (root reading another user's process), else from this process's.
+pub fn socket_of(pid: u32) -> Option<(PathBuf, u32)> {
+    let uid = uid_of(pid)?;
+    let dir = match environ_of(pid) {
+        Some(vars) => run_dir_for(
+            |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+            uid,
+        ),
+        None => run_dir_for(|k| std::env::var_os(k), uid),
+    };
+    Some((dir.join(format!("{pid}.sock")), uid))
+}
+
+/// Checks that `sock` is a socket owned by `uid` in a folder owned by
+/// `uid`: a socket anyone else made is not trusted to speak for the
+/// process.
+pub fn check_socket(sock: &Path, uid: u32) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(dir) = sock.parent() {
+        check_private_dir(dir, uid).map_err(|e| e.to_string())?;
+    }
+    let meta = std::fs::symlink_metadata(sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+    if !meta.file_type().is_socket() {
+        return Err(format!("{}: not a socket", sock.display()));
+    }
+    if meta.uid() != uid {
+        return Err(format!(
+            "{}: belongs to user {}, not to the process's user {uid}: not trusted",
+            sock.display(),
+            meta.uid()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("uzswap-rundir-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_run_folder_follows_the_environment() {
+        let vars = |pairs: Vec<(&'static str, OsString)>| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            run_dir_for(vars(vec![(env::RUN_DIR, "/x/y".into())]), 7),
+            PathBuf::from("/x/y")
+        );
+        assert_eq!(run_dir_for(vars(vec![]), 7), PathBuf::from("/tmp/uzswap-7"));
+        assert_eq!(
+            run_dir_for(vars(vec![("TMPDIR", "/var/tmp".into())]), 7),
+            PathBuf::from("/var/tmp/uzswap-7")
+        );
+        // XDG_RUNTIME_DIR is used where it is the user's own folder.
+        let x = scratch("xdg");
+        let me = my_uid();
+        assert_eq!(
+            run_dir_for(vars(vec![("XDG_RUNTIME_DIR", x.clone().into())]), me),
+            x.join("uzswap")
+        );
+        assert_eq!(
+            run_dir_for(vars(vec![("XDG_RUNTIME_DIR", x.clone().into())]), me + 1),
+            PathBuf::from(format!("/tmp/uzswap-{}", me + 1)),
+            "another user's XDG_RUNTIME_DIR (an environment passed on by setpriv) is not used"
+        );
+        std::fs::remove_dir_all(&x).unwrap();
+    }
+
+    #[test]
+    fn a_private_folder_is_made_0700_and_links_or_files_are_refused() {
+        let d = scratch("private");
+        let me = my_uid();
+        let run = d.join("run");
+        private_dir(&run, me).unwrap();
+        let mode = std::fs::metadata(&run).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // A wider folder of ours is narrowed.
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&run, me).unwrap();
+        assert_eq!(std::fs::metadata(&run).unwrap().mode() & 0o777, 0o700);
+        // A link to a folder (someone else's, say) is refused, not followed.
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&run, &link).unwrap();
+        let e = private_dir(&link, me).unwrap_err();
+        assert!(matches!(e, RunDirError::Symlink { .. }), "{e}");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let file = d.join("file");
+        std::fs::write(&file, b"").unwrap();
+        assert!(matches!(
+            private_dir(&file, me),
+            Err(RunDirError::NotAFolder { .. })
+        ));
+        // A folder of another user's: here, ours seen as another's.
+        let e = private_dir(&run, me + 1).unwrap_err();
+        assert!(matches!(e, RunDirError::Foreign { .. }), "{e}");
+        assert!(e.to_string().contains("belongs to user"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn this_process_is_found_by_its_own_environment() {
+        let pid = std::process::id();
+        assert_eq!(uid_of(pid), Some(my_uid()));
+        let (sock, uid) = socket_of(pid).unwrap();
+        assert_eq!(uid, my_uid());
+        assert_eq!(
+            sock,
+            run_dir_for(|k| std::env::var_os(k), my_uid()).join(format!("{pid}.sock"))
+        );
+        assert!(socket_of(u32::MAX - 1).is_none(), "no such process");
+    }
+}

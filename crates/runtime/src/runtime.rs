@@ -460,6 +460,22 @@ impl Runtime {
         }
     }
 
+    /// Pages swapped out now, in the pool or on the file (each holds a
+    /// swap slot): what [`Runtime::bring_back_all`] would make resident.
+    pub fn swapped_pages(&self) -> usize {
+        let dev = self.inner.env.live().own.device();
+        dev.nr_slots() - dev.free_slots()
+    }
+
+    /// Brings every swapped page of every region back and hands the
+    /// regions over as plain memory (unregistered, forgotten): what a core
+    /// dump needs, since the kernel dumps a missing page as zeros. The
+    /// program's region handles stay valid memory; the runtime pages
+    /// nothing more.
+    pub fn bring_back_all(&self) {
+        self.inner.release_all_regions();
+    }
+
     /// Evicts up to `n` of the oldest resident pages now; returns how many.
     pub fn reclaim(&self, n: usize) -> usize {
         self.inner.as_runtime_thread(|| self.inner.evict(n))

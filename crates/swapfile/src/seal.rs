@@ -2,9 +2,9 @@
 //! proves it: [`Protection::Encrypted`] (the default) or
 //! [`Protection::Checksum`].
 //!
-//! **Encrypted.** Every page is sealed with AES-256-GCM under a key drawn
-//! from the OS's random source when the device is made. The key lives only
-//! in this process's memory (and is wiped when the device goes): whoever
+//! **Encrypted.** Every page is sealed with AES-256-GCM (ring's) under a
+//! key drawn from the OS's random source when the device is made. The key
+//! lives only in this process's memory, never on disk: whoever
 //! reads the file — another user who got hold of a descriptor, a backup of
 //! the disk, the next owner of its blocks — sees ciphertext. Each write
 //! takes a fresh nonce from a per-device counter (so no nonce is ever used
@@ -23,9 +23,8 @@
 //! stored before the word (release), read after it (acquire). Writes and
 //! reads of one slot are serialised by the caller.
 
-use aes_gcm::aead::{AeadInPlace, KeyInit};
-use aes_gcm::{Aes256Gcm, Nonce, Tag};
 use common::PAGE_SIZE;
+use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey, AES_256_GCM};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How pages on a swap file are protected.
@@ -79,7 +78,7 @@ pub(crate) struct Seals {
     words: Box<[AtomicU64]>,
     /// Per slot, the GCM tag; empty when pages are only checksummed.
     tags: Box<[[AtomicU64; 2]]>,
-    cipher: Option<Aes256Gcm>,
+    cipher: Option<LessSafeKey>,
     /// The next write's nonce counter (never 0, never reused).
     next_nonce: AtomicU64,
 }
@@ -179,9 +178,9 @@ impl Seals {
         let n = self.next_nonce.fetch_add(1, Ordering::Relaxed) & !VALID;
         out.copy_from_slice(page);
         let tag = cipher
-            .encrypt_in_place_detached(&nonce(n), &slot.to_le_bytes(), out)
+            .seal_in_place_separate_tag(nonce(n), Aad::from(slot.to_le_bytes()), out)
             .expect("AES-GCM seals any buffer under 64 GiB");
-        let (a, b) = tag.split_at(8);
+        let (a, b) = tag.as_ref().split_at(8);
         Sealed {
             word: VALID | n,
             tag: [
@@ -232,52 +231,40 @@ impl Seals {
         tag[..8].copy_from_slice(&t[0].load(Ordering::Relaxed).to_le_bytes());
         tag[8..].copy_from_slice(&t[1].load(Ordering::Relaxed).to_le_bytes());
         cipher
-            .decrypt_in_place_detached(
-                &nonce(word & !VALID),
-                &slot.to_le_bytes(),
+            .open_in_place_separate_tag(
+                nonce(word & !VALID),
+                Aad::from(slot.to_le_bytes()),
+                Tag::from(tag),
                 page,
-                Tag::from_slice(&tag),
+                0..,
             )
+            .map(|_| ())
             .map_err(|_| Opened::Corrupt)
     }
 }
 
 /// The 96-bit nonce of counter `n`.
-fn nonce(n: u64) -> Nonce<aes_gcm::aead::consts::U12> {
+fn nonce(n: u64) -> Nonce {
     let mut bytes = [0u8; 12];
     bytes[..8].copy_from_slice(&n.to_le_bytes());
-    *Nonce::from_slice(&bytes)
+    Nonce::assume_unique_for_key(bytes)
 }
 
-/// A cipher under a fresh 256-bit key from `getrandom(2)`; the key bytes
-/// are wiped once the cipher holds them (it wipes its own on drop).
-fn new_cipher() -> std::io::Result<Aes256Gcm> {
+/// A cipher under a fresh 256-bit key from the OS's random source
+/// (`getrandom(2)`); the key bytes are wiped once the cipher holds them.
+fn new_cipher() -> std::io::Result<LessSafeKey> {
+    use ring::rand::SecureRandom;
     let mut key = [0u8; 32];
-    let mut got = 0;
-    while got < key.len() {
-        // SAFETY: getrandom writes at most the given length into `key`'s
-        // unfilled tail, which is ours.
-        let n = unsafe {
-            libc::getrandom(
-                key[got..].as_mut_ptr() as *mut libc::c_void,
-                key.len() - got,
-                0,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(std::io::Error::other(format!(
-                "no random key for the swap file's encryption: getrandom: {e}"
-            )));
-        }
-        got += n as usize;
+    ring::rand::SystemRandom::new()
+        .fill(&mut key)
+        .map_err(|_| std::io::Error::other("no random key for the swap file's encryption"))?;
+    let cipher = UnboundKey::new(&AES_256_GCM, &key).map(LessSafeKey::new);
+    // Not optimised away: a volatile write of every byte.
+    for b in key.iter_mut() {
+        // SAFETY: `b` is a valid, aligned byte of `key`.
+        unsafe { std::ptr::write_volatile(b, 0) };
     }
-    let cipher = Aes256Gcm::new(&key.into());
-    zeroize::Zeroize::zeroize(&mut key);
-    Ok(cipher)
+    cipher.map_err(|_| std::io::Error::other("AES-256-GCM key rejected"))
 }
 
 #[cfg(test)]

@@ -43,9 +43,18 @@ pub struct KernelPeerParams {
     pub folio_bytes: usize,
     /// uzswap compresses each batch with worker threads.
     pub parallel: bool,
+    /// uzswap's pool limit (`--pool-limit`): a small one forces writeback
+    /// to the swap file.
+    pub pool_limit_bytes: Option<usize>,
+    /// Also run uzswap with its swap file unencrypted
+    /// (`--no-encrypt-swap`), to show what encryption costs.
+    pub plain_swap_too: bool,
     pub library: PathBuf,
     pub reps: usize,
 }
+
+/// The label of uzswap's rows whose swap file is not encrypted.
+pub const PLAIN_SWAP: &str = "(plain swap file)";
 
 /// One configuration of the comparison.
 enum PeerRun {
@@ -67,11 +76,19 @@ impl KernelPeerParams {
                 folio_bytes: self.folio_bytes,
                 parallel: self.parallel,
                 swapfile_bytes: (self.workload.footprint() * 2).max(64 << 20),
+                pool_limit_bytes: self.pool_limit_bytes,
                 ..Settings::default()
             };
             settings
                 .validate()
                 .map_err(|e| BenchError::Params(e.to_string()))?;
+            if self.plain_swap_too {
+                let plain = Settings {
+                    encrypt_swap: false,
+                    ..settings.clone()
+                };
+                configs.push((format!("uzswap {c} {PLAIN_SWAP}"), PeerRun::Uzswap(plain)));
+            }
             configs.push((format!("uzswap {c}"), PeerRun::Uzswap(settings)));
             configs.push((
                 format!("kernel zswap {c}"),
@@ -89,7 +106,8 @@ impl KernelPeerParams {
 
     /// How many runs [`kernel_peer`] makes (for progress).
     pub fn runs(&self) -> usize {
-        (2 * self.compressors.len() + self.zram.len()) * self.reps
+        let uzswap_runs = if self.plain_swap_too { 2 } else { 1 };
+        ((1 + uzswap_runs) * self.compressors.len() + self.zram.len()) * self.reps
     }
 }
 
@@ -101,7 +119,13 @@ pub fn kernel_peer(p: &KernelPeerParams, progress: &Progress) -> Result<Vec<Meas
     for rep in 0..p.reps {
         for (i, (name, cfg)) in configs.iter().enumerate() {
             let m = match cfg {
-                PeerRun::Uzswap(s) => usemem::run_uzswap(&p.workload, s, &p.library)?,
+                PeerRun::Uzswap(s) => {
+                    let mut m = usemem::run_uzswap(&p.workload, s, &p.library)?;
+                    if !s.encrypt_swap {
+                        m.compressor = format!("{} {PLAIN_SWAP}", m.compressor);
+                    }
+                    m
+                }
                 PeerRun::Kernel(k) => {
                     kernel::run_kernel(&p.workload, k, p.limit_bytes, p.folio_bytes)?
                 }
@@ -156,6 +180,29 @@ pub struct Ratio {
 }
 
 /// uzswap against kernel zswap (same compressor) and zram.
+/// What encrypting the swap file costs, per compressor run both ways:
+/// (compressor, encrypted / plain whole-job CPU, encrypted / plain
+/// elapsed, pages written to the file by the encrypted run).
+pub fn encryption_costs(rows: &[Measured]) -> Vec<(String, f64, f64, u64)> {
+    let uz = |m: &&Measured| m.system == System::Uzswap;
+    rows.iter()
+        .filter(uz)
+        .filter_map(|enc| {
+            let plain_name = format!("{} {PLAIN_SWAP}", enc.compressor);
+            let plain = rows
+                .iter()
+                .filter(uz)
+                .find(|p| p.compressor == plain_name)?;
+            Some((
+                enc.compressor.clone(),
+                enc.cpu().as_secs_f64() / plain.cpu().as_secs_f64(),
+                enc.elapsed.as_secs_f64() / plain.elapsed.as_secs_f64(),
+                enc.pswpout,
+            ))
+        })
+        .collect()
+}
+
 pub fn ratios(rows: &[Measured]) -> Vec<Ratio> {
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     let make = |what: String, u: &Measured, k: &Measured, elapsed_goal| Ratio {

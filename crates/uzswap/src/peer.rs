@@ -165,6 +165,14 @@ pub struct KernelPeerArgs {
     /// Compress each folio's batch with worker threads (uzswap).
     #[arg(long)]
     pub parallel: bool,
+    /// uzswap's pool limit (as `uzswap run --pool-limit`); a small one
+    /// forces writeback to the swap file.
+    #[arg(long, value_parser = size_arg)]
+    pub pool_limit: Option<usize>,
+    /// Also run uzswap with an unencrypted swap file (`uzswap run
+    /// --no-encrypt-swap`) and print what encryption costs.
+    #[arg(long)]
+    pub plain_swap_too: bool,
 }
 
 /// uzswap against kernel zswap (same compressor) and zram: the whole-job
@@ -187,6 +195,8 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
         zram: a.zram.iter().filter(|z| *z != "none").cloned().collect(),
         folio_bytes: a.folio,
         parallel: a.parallel,
+        pool_limit_bytes: a.pool_limit,
+        plain_swap_too: a.plain_swap_too,
         library: library()?,
         reps: a.workload.reps,
     };
@@ -203,6 +213,11 @@ pub fn kernel_peer(a: &KernelPeerArgs) -> Result<(), BenchError> {
     println!("{}", uzswap_bench::kernel::limit_rule());
     println!("{}", usemem::table(&rows, &[]));
     print_ratios(&rows);
+    for (c, cpu, elapsed, written) in peer::encryption_costs(&rows) {
+        println!(
+            "  swap-file encryption, {c}: whole-job CPU {cpu:.3}x and elapsed {elapsed:.3}x of the plain swap file's ({written} pages written to the file; goal: CPU <= 1.05x)"
+        );
+    }
     draw(
         a.workload.plot_path("kernel-peer.png"),
         "usemem: uzswap vs the kernel",

@@ -610,3 +610,62 @@ pub unsafe extern "C" fn sigprocmask(
         }
     })
 }
+
+/// # Safety
+/// C `sigaction`.
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // No allocation, no lock: sigaction is async-signal-safe, and
+    // programs call it from their signal handlers (glibc's is looked up
+    // when the library loads).
+    // SAFETY: the caller's arguments, as for sigaction(2).
+    if let Some(rc) = unsafe { crate::core_dump::program_sigaction(sig, act, old) } {
+        return rc;
+    }
+    match crate::core_dump::next_sigaction() {
+        None => {
+            set_errno(libc::ENOSYS);
+            -1
+        }
+        // SAFETY: glibc's sigaction, with the caller's arguments.
+        Some(f) => unsafe { f(sig, act, old) },
+    }
+}
+
+/// # Safety
+/// C `signal`: BSD semantics, as glibc's (`SA_RESTART`, the signal
+/// blocked in its handler).
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    // SAFETY: all-zero is a valid sigaction.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: all-zero is a valid sigaction to be written.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `act.sa_mask` is a valid set; the call gets valid pointers.
+    let ours = unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaddset(&mut act.sa_mask, sig);
+        crate::core_dump::program_sigaction(sig, &act, &mut old)
+    };
+    match ours {
+        Some(0) => old.sa_sigaction,
+        Some(_) => libc::SIG_ERR,
+        None => match sys::next_symbol(&NEXT, c"signal") {
+            0 => libc::SIG_ERR,
+            // SAFETY: glibc's signal, with the caller's arguments.
+            f => unsafe {
+                std::mem::transmute::<
+                    usize,
+                    unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t,
+                >(f)(sig, handler)
+            },
+        },
+    }
+}

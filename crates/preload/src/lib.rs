@@ -79,6 +79,7 @@
 //! waiting for the runtime (a region is dropped after its entry is removed),
 //! and the runtime's threads never take it.
 
+mod core_dump;
 mod guarded_io;
 mod hooks;
 mod jemalloc_api;
@@ -91,11 +92,16 @@ mod stats;
 #[global_allocator]
 static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
 
-/// Runs when the library is loaded: the stats server is set to start with
-/// the runtime (`stats` depends on `preload`, never the reverse), and the
-/// settings are read (a bad one stops the program with a clear message).
+/// Runs when the library is loaded: the stats server and complete core
+/// dumps are set to start with the runtime (`stats` and `core_dump` depend
+/// on `preload`, never the reverse), and the settings are read (a bad one
+/// stops the program with a clear message).
 extern "C" fn on_load() {
-    preload::on_runtime_start(stats::start_server);
+    preload::on_runtime_start(|| {
+        stats::start_server();
+        core_dump::arm();
+    });
+    core_dump::look_up();
     preload::no_unwind("load", preload::load_settings);
 }
 

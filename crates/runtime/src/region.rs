@@ -451,6 +451,12 @@ impl Inner {
     /// Swaps every page of every live region back in and unregisters the
     /// regions: from then on they are ordinary memory.
     pub(crate) fn release_all_regions(&self) {
+        self.release_all_regions_with(&mut || {});
+    }
+
+    /// [`Inner::release_all_regions`], calling `after_each` once each
+    /// region is plain (progress, for whoever waits on it).
+    pub(crate) fn release_all_regions_with(&self, after_each: &mut dyn FnMut()) {
         let regions: Vec<(usize, u64)> = self
             .lock()
             .regions
@@ -459,6 +465,7 @@ impl Inner {
             .collect();
         for (base, id) in regions {
             self.release(base, id, true);
+            after_each();
         }
     }
 }

@@ -471,9 +471,9 @@ impl Runtime {
     /// regions over as plain memory (unregistered, forgotten): what a core
     /// dump needs, since the kernel dumps a missing page as zeros. The
     /// program's region handles stay valid memory; the runtime pages
-    /// nothing more.
-    pub fn bring_back_all(&self) {
-        self.inner.release_all_regions();
+    /// nothing more. `after_each` runs as each region is done.
+    pub fn bring_back_all(&self, after_each: &mut dyn FnMut()) {
+        self.inner.release_all_regions_with(after_each);
     }
 
     /// Evicts up to `n` of the oldest resident pages now; returns how many.

@@ -166,8 +166,10 @@ pub struct RunArgs {
     /// file, one `name value` per line, for scripts.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
-    /// The program and its arguments (after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The program and its arguments (after `--`). Before the program,
+    /// every word that starts with `-` is a flag of `uzswap run`: a
+    /// misspelled one is an error, never the program's name.
+    #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
@@ -359,6 +361,31 @@ mod tests {
         use clap::Parser;
         let s = Cli::parse_from(["uzswap"]).runtime.settings().unwrap();
         assert_eq!(s, Settings::default());
+    }
+
+    /// A misspelled flag is clap's error (with its suggestion), not the
+    /// program; the program's own flags pass, after `--` or after its name.
+    #[test]
+    fn flags_before_the_program_are_flags() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Run {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let err = Run::try_parse_from(["uzswap", "--limt", "64M", "--", "true"])
+            .err()
+            .expect("a misspelled flag is refused");
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        assert!(err.to_string().contains("--limit"), "{err}");
+        for argv in [
+            &["uzswap", "--limit", "64M", "--", "ls", "-l", "--all"][..],
+            &["uzswap", "--limit", "64M", "ls", "-l", "--all"][..],
+        ] {
+            let r = Run::try_parse_from(argv).unwrap().run;
+            assert_eq!(r.command, ["ls", "-l", "--all"], "{argv:?}");
+            assert_eq!(r.runtime.limit, 64 << 20);
+        }
     }
 
     #[test]

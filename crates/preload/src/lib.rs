@@ -50,6 +50,11 @@
 //!   advice, `MAP_FIXED` over it) first turns the region into plain memory
 //!   (every page swapped back in, unregistered) and then goes to the
 //!   kernel: the program sees exactly the kernel's semantics.
+//! - `sigaction` and `signal` of a core-dumping signal (SIGSEGV, SIGABRT,
+//!   …): while the program leaves one at `SIG_DFL`, uzswap's handler
+//!   stands in for it and brings every swapped page back before the
+//!   kernel dumps core (`core_dump.rs`); the program's queries still read
+//!   `SIG_DFL`, and its own handlers go to the kernel as asked.
 //!
 //! The runtime starts at the first large allocation or small-heap object
 //! (a program that makes neither pays nothing), with the settings of the `UZSWAP_*` variables
@@ -72,6 +77,9 @@
 //! 3. A forked child gets a runtime of its own (see `runtime::fork`): it
 //!    sees its parent's regions as they were at the fork, pages its own
 //!    allocations, and reports its own counters.
+//! 4. Signal handlers of the library (the guard's SIGSYS, the core-dump
+//!    handler) and the `sigaction` hook allocate nothing and take no lock:
+//!    the interrupted thread may hold any.
 //!
 //! ## Lock order
 //!

@@ -8,7 +8,8 @@
 //! made with mode 0700 and then checked with `lstat`: it must be a real
 //! folder (not a symbolic link) owned by this user. One that another user
 //! made, or a link, is refused with a clear error, never used; one of ours
-//! with a wider mode (made by an older uzswap) is narrowed to 0700. Files
+//! with a wider mode (made by an older uzswap) is narrowed to 0700, unless
+//! the user named it in `UZSWAP_RUN_DIR`. Files
 //! inside are made with `O_NOFOLLOW` and mode 0600, each run's folder with
 //! `mkdir` (never reused), and the stats socket is made 0600.
 
@@ -61,17 +62,21 @@ pub fn my_uid() -> u32 {
 }
 
 /// This process's run folder, made if missing and checked
-/// ([`private_dir`]).
+/// ([`private_dir`]). A folder the user named (`UZSWAP_RUN_DIR`) keeps its
+/// mode; one of uzswap's own names is narrowed to 0700.
 pub fn run_dir() -> Result<PathBuf, RunDirError> {
     let dir = run_dir_for(|k| std::env::var_os(k), my_uid());
-    private_dir(&dir, my_uid())?;
+    let named_by_user = std::env::var_os(env::RUN_DIR).is_some_and(|d| !d.is_empty());
+    private_dir(&dir, my_uid(), !named_by_user)?;
     Ok(dir)
 }
 
 /// Makes `dir` (mode 0700) if it is missing, then checks that it is a
-/// folder of user `uid`'s that no one else can enter: not a link, not
-/// another user's. A folder of `uid`'s with a wider mode is narrowed.
-pub fn private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
+/// folder of user `uid`'s: not a link, not another user's. With `narrow`,
+/// a folder of `uid`'s with a wider mode is narrowed to 0700 (for
+/// uzswap's own names only: a folder the user named, `/tmp` say, keeps
+/// its mode).
+pub fn private_dir(dir: &Path, uid: u32, narrow: bool) -> Result<(), RunDirError> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -87,7 +92,7 @@ pub fn private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
         path: dir.into(),
         source,
     })?;
-    if meta.mode() & 0o077 != 0 {
+    if narrow && meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
             |source| RunDirError::Make {
                 path: dir.into(),
@@ -257,27 +262,29 @@ mod tests {
         let d = scratch("private");
         let me = my_uid();
         let run = d.join("run");
-        private_dir(&run, me).unwrap();
+        private_dir(&run, me, true).unwrap();
         let mode = std::fs::metadata(&run).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o700);
-        // A wider folder of ours is narrowed.
+        // A wider folder of ours is narrowed, unless the user named it.
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
-        private_dir(&run, me).unwrap();
+        private_dir(&run, me, false).unwrap();
+        assert_eq!(std::fs::metadata(&run).unwrap().mode() & 0o777, 0o755);
+        private_dir(&run, me, true).unwrap();
         assert_eq!(std::fs::metadata(&run).unwrap().mode() & 0o777, 0o700);
         // A link to a folder (someone else's, say) is refused, not followed.
         let link = d.join("link");
         std::os::unix::fs::symlink(&run, &link).unwrap();
-        let e = private_dir(&link, me).unwrap_err();
+        let e = private_dir(&link, me, true).unwrap_err();
         assert!(matches!(e, RunDirError::Symlink { .. }), "{e}");
         assert!(e.to_string().contains("symbolic link"), "{e}");
         let file = d.join("file");
         std::fs::write(&file, b"").unwrap();
         assert!(matches!(
-            private_dir(&file, me),
+            private_dir(&file, me, true),
             Err(RunDirError::NotAFolder { .. })
         ));
         // A folder of another user's: here, ours seen as another's.
-        let e = private_dir(&run, me + 1).unwrap_err();
+        let e = private_dir(&run, me + 1, true).unwrap_err();
         assert!(matches!(e, RunDirError::Foreign { .. }), "{e}");
         assert!(e.to_string().contains("belongs to user"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();

@@ -4,12 +4,12 @@
 //! are found (and trusted) by its own user's folder, root included.
 //! Needs the LD_PRELOAD library next to the `uzswap` binary.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 mod common;
-use common::{as_nobody, library, text, uzswap_for_any_user, UZSWAP};
+use common::{as_nobody, library, ready_pid, release_held, text, uzswap_for_any_user, UZSWAP};
 
 const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
 
@@ -73,21 +73,13 @@ fn start_holder(
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let ready = lines.next().unwrap().unwrap();
-    let pid = ready
-        .strip_prefix("ready ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("expected `ready PID`, got {ready:?}"));
+    let (lines, pid) = ready_pid(&mut child);
     (child, lines, pid)
 }
 
 /// Lets the holder finish; asserts it read its data back intact.
-fn finish_holder(mut child: Child, lines: std::io::Lines<BufReader<std::process::ChildStdout>>) {
-    child.stdin.take().unwrap().write_all(b"\n").unwrap();
-    let rest: Vec<String> = lines.map(Result::unwrap).collect();
-    assert!(child.wait().unwrap().success());
-    assert_eq!(rest, vec!["ok".to_string()]);
+fn finish_holder(child: Child, lines: std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    assert_eq!(release_held(child, lines), vec!["ok".to_string()]);
 }
 
 /// The contents of the files process `pid` holds open whose path lies in
@@ -284,9 +276,7 @@ fn live_stats_of_another_users_process_are_found_by_root_and_refused_to_others()
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let ready = lines.next().unwrap().unwrap();
-    let pid: u32 = ready.strip_prefix("ready ").unwrap().parse().unwrap();
+    let (lines, pid) = ready_pid(&mut child);
     let out = Command::new(UZSWAP)
         .args(["stats", &pid.to_string(), "--raw"])
         .env_remove("TMPDIR")
@@ -311,9 +301,7 @@ fn live_stats_of_another_users_process_are_found_by_root_and_refused_to_others()
             text(&third.stderr)
         );
     }
-    child.stdin.take().unwrap().write_all(b"\n").unwrap();
-    let rest: Vec<String> = lines.map(Result::unwrap).collect();
-    assert!(child.wait().unwrap().success());
+    let rest = release_held(child, lines);
     assert!(
         rest.iter().any(|l| l.contains("uzswap-memcheck: ok")),
         "{rest:?}"

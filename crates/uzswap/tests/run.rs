@@ -5,7 +5,6 @@
 //! does).
 
 use launch::report::{ProcessReport, RunReport};
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -219,12 +218,7 @@ fn live_stats_are_readable_while_the_program_runs() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let ready = lines.next().unwrap().unwrap();
-    let pid: u32 = ready
-        .strip_prefix("ready ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("expected `ready PID`, got {ready:?}"));
+    let (lines, pid) = common::ready_pid(&mut child);
     let out = Command::new(UZSWAP)
         .args(["stats", &pid.to_string(), "--raw"])
         .output()
@@ -241,9 +235,7 @@ fn live_stats_are_readable_while_the_program_runs() {
         .output()
         .unwrap();
     assert!(text(&table.stdout).contains("zswpout"));
-    child.stdin.take().unwrap().write_all(b"\n").unwrap();
-    let rest: Vec<String> = lines.map(Result::unwrap).collect();
-    assert!(child.wait().unwrap().success());
+    let rest = common::release_held(child, lines);
     assert!(
         rest.iter().any(|l| l.contains("uzswap-memcheck: ok")),
         "{rest:?}"

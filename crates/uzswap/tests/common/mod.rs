@@ -76,3 +76,41 @@ pub fn run_report(path: &std::path::Path) -> launch::report::RunReport {
     launch::report::RunReport::parse(&text)
         .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
 }
+
+/// The stdout lines of a program started with a piped stdout, and the pid
+/// from its first line, `ready PID` (a program that holds its memory until
+/// a line comes on stdin: `uzswap-memcheck --hold`, say).
+pub fn ready_pid(
+    child: &mut std::process::Child,
+) -> (
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    u32,
+) {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout piped")).lines();
+    let ready = lines.next().expect("a first line").expect("readable");
+    let pid = ready
+        .strip_prefix("ready ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("expected `ready PID`, got {ready:?}"));
+    (lines, pid)
+}
+
+/// Sends the line a held program waits for, waits for it to end
+/// successfully, and returns the rest of its stdout.
+pub fn release_held(
+    mut child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) -> Vec<String> {
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin piped")
+        .write_all(b"\n")
+        .unwrap();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {rest:?}");
+    rest
+}

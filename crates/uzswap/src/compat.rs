@@ -8,6 +8,11 @@
 //! --stats-out F`, and compares. What each case is expected to do today is
 //! in [`EXPECTATIONS`], the one table to edit when an issue is fixed.
 //!
+//! A paged run must show that it paged: more than twice the limit's pages
+//! evicted, and more than the limit's swapped back in ([`paging_problem`]);
+//! a case whose plain footprint is less than 4x its limit fails too (it
+//! would not test paging far below the footprint).
+//!
 //! A paged run must also keep the peak RSS of its largest process within
 //! [`peak_rss_bound`]: the runtime's own ceiling (the limit plus 16 MiB,
 //! or a quarter of a limit under 64M, where faults are throttled, as
@@ -153,6 +158,8 @@ pub struct CompatArgs {
 #[derive(Debug, Clone, Copy, Default)]
 struct Counters {
     evicted_pages: u64,
+    /// Pages brought back: from the pool, the swap file or the zero map.
+    swapped_in: u64,
     zswpout: u64,
     pswpout: u64,
 }
@@ -331,6 +338,16 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
     progress.finish();
     println!("{}", result_table(&rows));
     print_summary(&rows);
+    if !suite.users.contains(&User::Nobody) {
+        println!(
+            "skipped: every case as user nobody ({})",
+            if proc::is_root() {
+                "--users leaves it out"
+            } else {
+                "it needs root, for setpriv"
+            }
+        );
+    }
     if let Some(path) = &a.out {
         std::fs::write(path, csv(&rows)).map_err(|e| format!("--out {}: {e}", path.display()))?;
     }
@@ -585,8 +602,9 @@ impl CaseRun<'_> {
     }
 
     /// What is wrong with the paged run, the first of: it timed out, it
-    /// ended otherwise than the plain run, its outputs differ, nothing was
-    /// paged, it peaked above [`peak_rss_bound`].
+    /// ended otherwise than the plain run, its outputs differ, the case's
+    /// footprint is not 4x its limit, too little was paged
+    /// ([`paging_problem`]), it peaked above [`peak_rss_bound`].
     fn problem(
         &self,
         plain: &Measured,
@@ -609,10 +627,14 @@ impl CaseRun<'_> {
         if difference.is_some() {
             return difference;
         }
-        if counters.evicted_pages == 0 {
-            return Some("nothing was paged (no page evicted)".to_string());
+        if plain.max_rss < 4 * limit {
+            return Some(format!(
+                "the footprint ({}) is less than 4x the limit ({}): the case does not page far below its footprint; tune its sizes",
+                human_size(plain.max_rss),
+                human_size(limit)
+            ));
         }
-        peak_over_bound(paged.max_rss, limit)
+        paging_problem(counters, limit).or_else(|| peak_over_bound(paged.max_rss, limit))
     }
 
     fn make_dirs(&self) -> Result<(), String> {
@@ -711,6 +733,7 @@ impl CaseRun<'_> {
             .unwrap_or_default();
         Counters {
             evicted_pages: total.runtime.evicted_pages,
+            swapped_in: total.swap.zswpin + total.swap.pswpin + total.swap.swpin_zero,
             zswpout: total.swap.zswpout,
             pswpout: total.swap.pswpout,
         }
@@ -890,10 +913,13 @@ fn done_line(row: &Row) -> String {
     let mut line = format!("{} as {}: {}", row.case, row.user, row.verdict.label());
     if let (Some(p), Some(u)) = (&row.plain, &row.paged) {
         line.push_str(&format!(
-            " (plain {}, uzswap {}, {} pages paged)",
+            " (plain {}, uzswap {}, {} pages evicted, {} swapped in; peak RSS {} plain, {} paged)",
             seconds(p.elapsed),
             seconds(u.elapsed),
-            row.counters.evicted_pages
+            row.counters.evicted_pages,
+            row.counters.swapped_in,
+            human_size(p.max_rss),
+            human_size(u.max_rss)
         ));
     }
     if !row.problem.is_empty() {
@@ -943,6 +969,25 @@ fn status_cell(row: &Row) -> Cell {
     Cell::new(text).fg(color)
 }
 
+/// The problem of a run that paged too little to show that the limit held
+/// and that the memory came back through the store: it must evict more
+/// than twice the limit's pages and swap back in more than the limit's.
+fn paging_problem(c: Counters, limit: u64) -> Option<String> {
+    let limit_pages = limit / common::PAGE_SIZE as u64;
+    if c.evicted_pages <= 2 * limit_pages {
+        return Some(format!(
+            "{} pages evicted: not more than twice the limit's {limit_pages} (the limit was not enforced throughout)",
+            c.evicted_pages
+        ));
+    }
+    (c.swapped_in <= limit_pages).then(|| {
+        format!(
+            "{} pages swapped in: not more than the limit's {limit_pages} (the program's memory did not come back through the store)",
+            c.swapped_in
+        )
+    })
+}
+
 /// The problem of a peak RSS above [`peak_rss_bound`].
 fn peak_over_bound(peak: u64, limit: u64) -> Option<String> {
     let bound = peak_rss_bound(limit);
@@ -966,7 +1011,7 @@ fn result_table(rows: &[Row]) -> Table {
         "user",
         "limit",
         "footprint\n(plain peak RSS)",
-        "paged\npages",
+        "pages evicted /\nswapped in",
         "uzswap\npeak RSS",
         "elapsed\nuzswap / plain",
         "identical",
@@ -989,7 +1034,7 @@ fn result_table(rows: &[Row]) -> Table {
             Cell::new(human_size(r.limit)),
             Cell::new(rss_vs_limit(r.plain.as_ref(), r.limit)),
             Cell::new(if r.paged.is_some() {
-                r.counters.evicted_pages.to_string()
+                format!("{} /\n{}", r.counters.evicted_pages, r.counters.swapped_in)
             } else {
                 "-".into()
             }),
@@ -1022,17 +1067,6 @@ fn print_summary(rows: &[Row]) {
     );
     for r in rows.iter().filter(|r| r.verdict.fails_suite()) {
         println!("  failed: {} as {}: {}", r.case, r.user, r.problem);
-    }
-    for r in rows {
-        if let Some(p) = r.plain.as_ref().filter(|p| p.max_rss < 4 * r.limit) {
-            println!(
-                "  warning: {} as {}: the footprint ({}) is less than 4x the limit ({}): tune the case",
-                r.case,
-                r.user,
-                human_size(p.max_rss),
-                human_size(r.limit)
-            );
-        }
     }
 }
 
@@ -1071,7 +1105,7 @@ fn csv_field(s: &str) -> String {
 
 fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
-        "program,user,expected,limit_bytes,plain_max_rss_bytes,uzswap_max_rss_bytes,evicted_pages,zswpout,pswpout,\
+        "program,user,expected,limit_bytes,plain_max_rss_bytes,uzswap_max_rss_bytes,evicted_pages,swapped_in_pages,zswpout,pswpout,\
          plain_elapsed_s,uzswap_elapsed_s,plain_cpu_s,uzswap_cpu_s,identical,verdict,problem\n",
     );
     let secs = |m: Option<&Measured>, f: fn(&Measured) -> Duration| {
@@ -1093,6 +1127,7 @@ fn csv(rows: &[Row]) -> String {
                 .as_ref()
                 .map_or(String::new(), |m| m.max_rss.to_string()),
             r.counters.evicted_pages.to_string(),
+            r.counters.swapped_in.to_string(),
             r.counters.zswpout.to_string(),
             r.counters.pswpout.to_string(),
             secs(r.plain.as_ref(), |m| m.elapsed),
@@ -1160,6 +1195,25 @@ mod tests {
         assert!(p.contains("peak RSS") && p.contains("32M"), "{p}");
         // python-hash as nobody before the guard's piecewise I/O.
         assert!(peak_over_bound(144 << 20, limit).is_some());
+    }
+
+    #[test]
+    fn too_little_paging_is_a_problem() {
+        let limit = 32 << 20; // 8192 pages
+        let c = |evicted, swapped_in| Counters {
+            evicted_pages: evicted,
+            swapped_in,
+            ..Counters::default()
+        };
+        assert_eq!(paging_problem(c(16_385, 8_193), limit), None);
+        // One eviction, or a limit not enforced throughout.
+        assert!(paging_problem(c(1, 10_000), limit)
+            .unwrap()
+            .contains("evicted"));
+        assert!(paging_problem(c(16_384, 10_000), limit).is_some());
+        // Evicted but never read back.
+        let p = paging_problem(c(50_000, 8_192), limit).unwrap();
+        assert!(p.contains("swapped in"), "{p}");
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub const CASES: &[Case] = &[
         about: "python3 builds a list and a dict of strings and checksums them",
         unit: "strings",
         needs: &[Need::Program(PYTHON)],
-        quick: Sizes { size: 2_000_000, limit: 48 * MIB },
+        quick: Sizes { size: 1_000_000, limit: 24 * MIB },
         full: Sizes { size: 10_000_000, limit: 192 * MIB },
         setup: |ctx| ctx.put("python_list.py", PYTHON_LIST),
         command: |ctx| vec![PYTHON.into(), ctx.path("python_list.py"), ctx.size.to_string()],
@@ -333,7 +333,7 @@ pub const CASES: &[Case] = &[
         about: "sqlite3: a table and index in a large -pagecache, integrity_check, sha3",
         unit: "rows",
         needs: &[Need::Program(SQLITE)],
-        quick: Sizes { size: 800_000, limit: 32 * MIB },
+        quick: Sizes { size: 200_000, limit: 8 * MIB },
         full: Sizes { size: 5_000_000, limit: 160 * MIB },
         setup: sqlite_script,
         command: |ctx| {
@@ -356,7 +356,7 @@ pub const CASES: &[Case] = &[
         about: "sqlite3 as it comes: its page cache is one small malloc per page (--small-objects)",
         unit: "rows",
         needs: &[Need::Program(SQLITE)],
-        quick: Sizes { size: 150_000, limit: 6 * MIB },
+        quick: Sizes { size: 100_000, limit: 4 * MIB },
         full: Sizes { size: 800_000, limit: 32 * MIB },
         setup: sqlite_script,
         command: |ctx| {
@@ -375,7 +375,7 @@ pub const CASES: &[Case] = &[
         about: "sort -S of a text file larger than the limit",
         unit: "bytes",
         needs: &[Need::Program(SORT)],
-        quick: Sizes { size: 96 * MIB, limit: 40 * MIB },
+        quick: Sizes { size: 24 * MIB, limit: 10 * MIB },
         full: Sizes { size: 500 * MIB, limit: 120 * MIB },
         setup: text_input,
         command: |ctx| {
@@ -400,7 +400,7 @@ pub const CASES: &[Case] = &[
         // xz -9's match finder takes about 12x its input (up to 674M), read
         // at random: at a quarter of that it thrashes (1M: 0.6s plain,
         // about 30s paged).
-        quick: Sizes { size: MIB, limit: 10 * MIB },
+        quick: Sizes { size: 512 << 10, limit: 9 * MIB },
         full: Sizes { size: 300 * MIB, limit: 160 * MIB },
         setup: text_input,
         command: |ctx| {
@@ -422,7 +422,7 @@ pub const CASES: &[Case] = &[
         // than the input: 4M (a 90 MiB footprint) passed the 300s timeout
         // on a loaded 2-CPU machine. 1M: a 38 MiB footprint, a quarter of
         // it as the limit.
-        quick: Sizes { size: MIB, limit: 9 * MIB },
+        quick: Sizes { size: 512 << 10, limit: 5 * MIB },
         full: Sizes { size: 300 * MIB, limit: 96 * MIB },
         setup: text_input,
         command: |ctx| {
@@ -466,7 +466,7 @@ pub const CASES: &[Case] = &[
         about: "redis-server on a Unix socket: DEBUG POPULATE, a RESP load, BGSAVE, restart from the RDB",
         unit: "keys",
         needs: &[Need::Program(REDIS_SERVER), Need::Program(REDIS_CLI), Need::Program(SH)],
-        quick: Sizes { size: 500_000, limit: 32 * MIB },
+        quick: Sizes { size: 120_000, limit: 9 * MIB },
         full: Sizes { size: 4_000_000, limit: 160 * MIB },
         setup: redis_inputs,
         command: redis_script,
@@ -480,7 +480,7 @@ pub const CASES: &[Case] = &[
         unit: "keys",
         needs: &[Need::Program(REDIS_SERVER), Need::Program(REDIS_CLI), Need::Program(SH)],
         // 9M: a quarter of the plain run's 37M (10M was 3.7x).
-        quick: Sizes { size: 100_000, limit: 9 * MIB },
+        quick: Sizes { size: 70_000, limit: 6 * MIB },
         full: Sizes { size: 1_000_000, limit: 64 * MIB },
         setup: redis_inputs,
         command: redis_script,
@@ -495,7 +495,7 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(CC)],
         // The limit is shared by the workers: a quarter of one worker's
         // memory, an eighth (quick) or a sixteenth (full) of all of it.
-        quick: Sizes { size: 128 * MIB, limit: 32 * MIB },
+        quick: Sizes { size: 128 * MIB, limit: 28 * MIB },
         full: Sizes { size: 512 * MIB, limit: 128 * MIB },
         setup: |ctx| {
             ctx.put("usemem.c", USEMEM_C)?;

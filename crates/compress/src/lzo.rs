@@ -54,11 +54,11 @@ pub struct Lzo1x {
 /// clears its dictionary, so that an entry is always a position of this
 /// call (0 for an empty one, which can only match where position 0 does:
 /// a word equal to position 0's falls in position 0's bucket). The probe
-/// then has one unpredictable branch, word equal or not. Until stop 32
-/// entries were tagged with a per-call base to skip the clear; telling an
-/// older call's entry from this call's was a second unpredictable branch,
-/// and the encoder was 5% slower for it (4.8–5.0 against 4.6–4.7 µs a
-/// page on the corpus, lzo-rle).
+/// then has one unpredictable branch, word equal or not. Tagging entries
+/// with a per-call base instead, to skip the clear, made telling an older
+/// call's entry from this call's a second unpredictable branch, and the
+/// encoder 5% slower (4.8–5.0 against 4.6–4.7 µs a page on the corpus,
+/// lzo-rle).
 #[derive(Debug)]
 pub struct MatchTable {
     /// Sized by type: its index never needs a bounds check.

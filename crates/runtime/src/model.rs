@@ -1134,7 +1134,7 @@ mod tests {
     }
 
     /// Two threads write pages they touch first, the reclaimer evicts, an
-    /// ager write-protects: the first-touch path of issue 10's lost write.
+    /// ager write-protects: the first-touch path, where a write was once lost.
     fn first_touch(flaw: Option<Flaw>) -> Scenario {
         Scenario {
             pages: 2,

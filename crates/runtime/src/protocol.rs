@@ -571,7 +571,8 @@ pub struct Tunables {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Flaw {
     /// First touch publishes `Resident` (and queues the pages for reclaim)
-    /// before they are mapped: the lost write of issue 10.
+    /// before they are mapped: a write lands after the eviction copied
+    /// zeros, and is lost.
     ResidentBeforeMapped,
     /// Eviction removes the protection and publishes `Swapped` before it
     /// unmaps (an earlier version's order).
@@ -593,7 +594,7 @@ pub enum Flaw {
     /// the pages are still mapped and protected.
     CleanUnchecked,
     /// The evictor's fault on its own discarded victim maps the zero page
-    /// writable (the version before stop 29).
+    /// writable (an earlier version).
     EvictorZerosWritable,
     /// A run's write-protect call covers that run only, yet the runs that
     /// continue it are taken as protected too.

@@ -60,7 +60,7 @@ struct UffdioApi {
 /// `malloc`, perhaps from `setlocale` holding one of them for writing. The
 /// read lock then fails (`EDEADLK`), its unlock does not, and the lock's
 /// reader count stays at -1: the next `setlocale` or `textdomain` waits
-/// forever (issue 13's hang of the small-object heap as nobody).
+/// forever (the small-object heap hung so as user nobody).
 pub fn open(user_mode_only: bool) -> Result<(Uffd, FaultMode), RuntimeError> {
     let mut failed: Vec<(&str, OpenError)> = Vec::new();
     if !user_mode_only {

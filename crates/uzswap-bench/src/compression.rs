@@ -1,4 +1,4 @@
-//! Compressor benchmarks on a page corpus (issue 3; seeds 003/004).
+//! Compressor benchmarks on a page corpus (seeds 003/004's batching).
 //!
 //! * Per algorithm, one thread: compress and decompress throughput (GB/s of
 //!   pages) and ratio, counting incompressible pages at a full page, as zswap

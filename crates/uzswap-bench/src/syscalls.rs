@@ -1,5 +1,5 @@
-//! `uzswap bench syscalls`: what the syscall guard costs a whole program
-//! (issue 11). `dd` from /dev/zero to /dev/null, run plain, under
+//! `uzswap bench syscalls`: what the syscall guard costs a whole program.
+//! `dd` from /dev/zero to /dev/null, run plain, under
 //! `uzswap run` with kernel faults handled, and under `uzswap run
 //! --user-mode-only` (the syscall guard, as for an unprivileged user),
 //! interleaved, elapsed and CPU (user + system, every thread) timed from

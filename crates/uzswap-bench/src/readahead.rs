@@ -87,6 +87,8 @@ pub fn run(params: &ReadaheadParams, progress: &Progress) -> Result<Vec<Readahea
         let cfg = Config {
             readahead,
             page_cluster: params.page_cluster,
+            // The policies compared at the seed's fixed cluster size.
+            adaptive_readahead: false,
             total_ram_bytes: params.pages * PAGE_SIZE,
             max_pool_percent: params.pool_percent,
             swap_cache_pages: 512,

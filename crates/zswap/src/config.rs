@@ -69,6 +69,10 @@ pub struct Config {
     pub store_batch: usize,
     /// `vm.page-cluster`: readahead reads clusters of `2^page_cluster` pages.
     pub page_cluster: u32,
+    /// The readahead window follows the hits of earlier readahead, up to
+    /// the cluster (`ra_window.rs`: random access reads about the pages it
+    /// uses); `false`: every readahead reads the whole cluster.
+    pub adaptive_readahead: bool,
     pub readahead: Readahead,
     /// Most pages the swap cache holds before it drops the oldest.
     pub swap_cache_pages: usize,
@@ -98,6 +102,7 @@ impl Default for Config {
             total_ram_bytes: 1 << 30,
             store_batch: compress::ZSWAP_MAX_BATCH_SIZE,
             page_cluster: 3,
+            adaptive_readahead: true,
             readahead: Readahead::BypassZswap,
             swap_cache_pages: 1024,
             swapfile_dir: std::env::temp_dir(),

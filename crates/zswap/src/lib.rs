@@ -43,6 +43,7 @@
 //! zero map are leaf state.
 
 mod config;
+mod ra_window;
 mod stats;
 mod swap_state;
 mod zswap;

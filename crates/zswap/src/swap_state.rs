@@ -63,6 +63,8 @@ pub struct Swap {
     dev: SwapFile,
     zeromap: Box<[AtomicU64]>,
     cache: Mutex<SwapCache>,
+    /// How many pages the next readahead reads.
+    ra: crate::ra_window::RaWindow,
     slot_locks: Box<[Mutex<()>]>,
     cfg: Config,
     counters: Arc<Counters>,
@@ -111,6 +113,7 @@ impl Swap {
                 .collect(),
             dev,
             cache: Mutex::new(SwapCache::default()),
+            ra: Default::default(),
             slot_locks: (0..SLOT_LOCKS).map(|_| Mutex::new(())).collect(),
             cfg,
             counters,
@@ -361,6 +364,7 @@ impl Swap {
         if let Some(cached) = self.cache.lock().pages.remove(&offset) {
             page.copy_from_slice(&cached.data);
             Counters::add(&self.counters.swap_ra_hit, 1);
+            self.ra.hit();
             return Ok((Source::SwapCache, !cached.dirty));
         }
         if self.is_zero(offset) {
@@ -388,9 +392,20 @@ impl Swap {
         Err(ZswapError::NotStored(offset))
     }
 
-    /// Reads the other pages of `offset`'s cluster into the swap cache.
+    /// Reads the other pages of `offset`'s readahead window into the swap
+    /// cache: its cluster, or the aligned part of it that the adaptive
+    /// window ([`crate::ra_window`]) gives.
     fn readahead(&self, offset: u64, from_zswap: bool) {
-        let mask = (1u64 << self.cfg.page_cluster) - 1;
+        let cluster = 1u64 << self.cfg.page_cluster;
+        let window = if self.cfg.adaptive_readahead {
+            self.ra.pages(offset, cluster)
+        } else {
+            cluster
+        };
+        if window <= 1 {
+            return;
+        }
+        let mask = window - 1;
         let (start, end) = (
             offset & !mask,
             (offset | mask).min(self.dev.nr_slots() as u64 - 1),
@@ -472,6 +487,7 @@ impl Swap {
             }
             if from_cache {
                 Counters::add(&self.counters.swap_ra_hit, 1);
+                self.ra.hit();
             }
             around.push((n, data));
         }

@@ -200,10 +200,13 @@ fn writeback_takes_the_coldest_entry_after_a_second_chance() {
     assert_eq!(swap_in(&swap, a), (text_page(1), Source::Disk));
 }
 
+/// An aligned cluster of 8 pages, 0..4 on disk and 4..8 in zswap, in a
+/// store whose readahead reads whole clusters (the policies of seed 002).
 fn cluster_with_half_on_disk(policy: Readahead) -> (Arc<Swap>, Vec<u64>) {
     let swap = Swap::new(Config {
         readahead: policy,
         page_cluster: 3,
+        adaptive_readahead: false,
         ..cfg()
     })
     .unwrap();
@@ -256,6 +259,52 @@ fn readahead_policies_follow_seed_002() {
         (3, 0),
         "disk-only: just the disk neighbours"
     );
+}
+
+#[test]
+fn adaptive_readahead_reads_what_random_faults_use_and_grows_for_streams() {
+    let swap = Swap::new(Config {
+        page_cluster: 3,
+        ..cfg()
+    })
+    .unwrap();
+    let pages: Vec<Vec<u8>> = (0..64).map(text_page).collect();
+    let slots = out(&swap, &pages);
+    assert_eq!(swap.writeback(64).unwrap(), 64, "every page on disk");
+    // Scattered faults: each reads its own page, nothing ahead.
+    for &n in &[41u64, 5, 60, 22, 33] {
+        assert_eq!(
+            swap_in(&swap, slots[n as usize]),
+            (text_page(n), Source::Disk)
+        );
+    }
+    let s = swap.stats();
+    assert_eq!(
+        (s.pswpin, s.swap_ra),
+        (5, 0),
+        "random faults read what they use: {s}"
+    );
+    // A stream from page 8 on: the window grows as its readahead is used.
+    for n in 8..21u64 {
+        let (data, _) = swap_in(&swap, slots[n as usize]);
+        assert_eq!(data, text_page(n));
+    }
+    let s = swap.stats();
+    assert!(s.swap_ra >= 8, "the stream read ahead: {s}");
+    assert!(s.swap_ra_hit >= 8, "and used what it read: {s}");
+    // Whole-cluster readahead reads far more for the same scattered faults.
+    let fixed = Swap::new(Config {
+        page_cluster: 3,
+        adaptive_readahead: false,
+        ..cfg()
+    })
+    .unwrap();
+    let slots = out(&fixed, &pages);
+    assert_eq!(fixed.writeback(64).unwrap(), 64);
+    for &n in &[41u64, 5, 60, 22, 33] {
+        assert_eq!(swap_in(&fixed, slots[n as usize]).0, text_page(n));
+    }
+    assert_eq!(fixed.stats().swap_ra, 35, "7 neighbours a fault");
 }
 
 #[test]

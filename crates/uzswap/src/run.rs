@@ -42,7 +42,8 @@ pub struct RuntimeArgs {
     /// Never write pages to the swap file (memory.zswap.writeback=0).
     #[arg(long)]
     pub no_writeback: bool,
-    /// Folder of the (unlinked) swap file.
+    /// Folder the swap file is made in (an O_TMPFILE of mode 0600: never
+    /// linked there). Default: the temp folder.
     #[arg(long)]
     pub swapfile_dir: Option<PathBuf>,
     /// Swap file size (sparse).
@@ -171,6 +172,62 @@ pub struct RunArgs {
     /// misspelled one is an error, never the program's name.
     #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
+}
+
+/// The flags of `uzswap run` as a Markdown table (flag, default, what it
+/// does), from the same definitions clap parses: README.md carries it
+/// between `<!-- run-flags:begin -->` and `<!-- run-flags:end -->`, and a
+/// test keeps the two equal.
+#[cfg(test)]
+fn flags_table() -> String {
+    use clap::Args as _;
+    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    let mut out = String::from("| flag | default | what it does |\n|---|---|---|\n");
+    for arg in cmd.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue; // the program and its arguments
+        };
+        if long == "help" {
+            continue;
+        }
+        let takes_value = arg.get_action().takes_values();
+        let flag = match (arg.get_short(), takes_value) {
+            (Some(c), false) => format!("`-{c}`, `--{long}`"),
+            (_, true) => format!(
+                "`--{long} {}`",
+                arg.get_value_names()
+                    .and_then(|v| v.first())
+                    .map_or_else(|| long.to_uppercase().replace('-', "_"), |v| v.to_string())
+            ),
+            (None, false) => format!("`--{long}`"),
+        };
+        let default = arg
+            .get_default_values()
+            .iter()
+            .map(|v| v.to_string_lossy().into_owned())
+            .filter(|v| takes_value && !v.is_empty())
+            .collect::<Vec<_>>()
+            .join(",");
+        let help = arg
+            .get_help()
+            .map(|h| {
+                h.to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+            .replace('|', "\\|");
+        out.push_str(&format!(
+            "| {flag} | {} | {help} |\n",
+            if default.is_empty() {
+                "—".to_string()
+            } else {
+                format!("`{default}`")
+            }
+        ));
+    }
+    out
 }
 
 /// A counter of a process's report.
@@ -361,6 +418,23 @@ mod tests {
         use clap::Parser;
         let s = Cli::parse_from(["uzswap"]).runtime.settings().unwrap();
         assert_eq!(s, Settings::default());
+    }
+
+    /// README.md's table of `uzswap run` flags is the one clap parses.
+    #[test]
+    fn the_readme_flags_table_is_the_parsers() {
+        let readme = include_str!("../../../README.md");
+        let (begin, end) = ("<!-- run-flags:begin -->\n", "<!-- run-flags:end -->");
+        let from = readme
+            .find(begin)
+            .expect("README.md has the run-flags markers")
+            + begin.len();
+        let to = readme[from..].find(end).expect("and the end marker") + from;
+        let want = flags_table();
+        assert!(
+            readme[from..to] == want,
+            "README.md's flags table is stale; put this between the markers:\n{want}"
+        );
     }
 
     /// A misspelled flag is clap's error (with its suggestion), not the

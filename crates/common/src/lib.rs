@@ -20,6 +20,7 @@
 //! * [`discard`]: `MADV_DONTNEED` of many ranges with one
 //!   `process_madvise` (one TLB flush): the runtime's eviction and
 //!   zsmalloc's arena both give memory back this way.
+//! * [`meminfo`]: fields of `/proc/meminfo`, in bytes.
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
@@ -27,6 +28,7 @@
 pub mod bump;
 pub mod counters;
 pub mod discard;
+pub mod meminfo;
 pub mod name_value;
 pub mod rate_limit;
 pub mod rusage;

@@ -303,9 +303,10 @@ extern "C" fn on_core_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut
     // The default action, for real: the signal again, delivered once this
     // handler returns (it is blocked while the handler runs), or the
     // faulting instruction again.
-    let dfl = [0u64; 4]; // the kernel's sigaction: SIG_DFL, no flags, no mask
-                         // SAFETY: rt_sigaction reads a 32-byte kernel sigaction; tgkill sends
-                         // a signal to this thread. Both are async-signal-safe system calls.
+    // The kernel's sigaction: SIG_DFL, no flags, no mask.
+    let dfl = [0u64; 4];
+    // SAFETY: rt_sigaction reads a 32-byte kernel sigaction; tgkill sends
+    // a signal to this thread. Both are async-signal-safe system calls.
     unsafe {
         libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), 0usize, 8usize);
         libc::syscall(libc::SYS_tgkill, libc::getpid(), gettid(), sig);
@@ -340,7 +341,7 @@ fn core_thread() {
     if let Some(p) = preload::started() {
         let pages = p.runtime.swapped_pages();
         let need = pages as u64 * common::PAGE_SIZE as u64;
-        let available = mem_available_bytes();
+        let available = common::meminfo::bytes("MemAvailable").unwrap_or(0);
         if need > available / 10 * 9 {
             write_stderr(
                 format!(
@@ -359,16 +360,4 @@ fn core_thread() {
     }
     DONE.store(1, Ordering::Release);
     futex_wake(&DONE);
-}
-
-/// `MemAvailable` of `/proc/meminfo`, in bytes (0 if unreadable).
-fn mem_available_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib << 10)
 }

@@ -116,14 +116,7 @@ impl SwapCounts {
 
 /// `Zswap:` of `/proc/meminfo`, in bytes: the memory zswap's pool takes.
 pub fn zswap_pool_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("Zswap:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    common::meminfo::bytes("Zswap").unwrap_or(0)
 }
 
 const ZSWAP: &str = "/sys/module/zswap/parameters";

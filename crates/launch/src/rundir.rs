@@ -87,11 +87,7 @@ pub fn private_dir(dir: &Path, uid: u32, narrow: bool) -> Result<(), RunDirError
             })
         }
     }
-    check_private_dir(dir, uid)?;
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| RunDirError::Make {
-        path: dir.into(),
-        source,
-    })?;
+    let meta = check_private_dir(dir, uid)?;
     if narrow && meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
             |source| RunDirError::Make {
@@ -104,8 +100,8 @@ pub fn private_dir(dir: &Path, uid: u32, narrow: bool) -> Result<(), RunDirError
 }
 
 /// Checks, without changing anything, that `dir` is a real folder (not a
-/// symbolic link) owned by `uid`.
-pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
+/// symbolic link) owned by `uid`; returns its metadata.
+pub fn check_private_dir(dir: &Path, uid: u32) -> Result<std::fs::Metadata, RunDirError> {
     let meta = std::fs::symlink_metadata(dir).map_err(|source| RunDirError::Make {
         path: dir.into(),
         source,
@@ -123,7 +119,7 @@ pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), RunDirError> {
             me: uid,
         });
     }
-    Ok(())
+    Ok(meta)
 }
 
 /// This process's live-stats socket, in its run folder (made and

@@ -75,7 +75,7 @@ impl SharedLimit {
                 path.display()
             )));
         }
-        if (file.metadata()?.len() as usize) < FILE_BYTES {
+        if (meta.len() as usize) < FILE_BYTES {
             file.set_len(FILE_BYTES as u64)?;
         }
         // SAFETY: a shared mapping of the file's first FILE_BYTES bytes,

@@ -386,36 +386,29 @@ impl SwapFile {
             }
         }
         // Encrypted pages are sealed into one buffer; checksummed ones go
-        // out as they are.
-        let mut sealed_copy = vec![
-            0u8;
-            if self.seals.seals_a_copy() {
-                targets.len() * PAGE_SIZE
-            } else {
-                0
-            }
-        ];
+        // out as they are (their seal reads them, and `out` stays empty).
+        let copies = self.seals.seals_a_copy();
+        let mut sealed_copy = vec![0u8; if copies { targets.len() * PAGE_SIZE } else { 0 }];
         let mut out_pages = sealed_copy.chunks_mut(PAGE_SIZE);
         let seals: Vec<seal::Sealed> = targets
             .iter()
             .map(|&(i, _, slot)| {
-                let mut scratch = [0u8; 0];
-                let out = out_pages.next().unwrap_or(&mut scratch);
+                let out = out_pages.next().unwrap_or_default();
                 self.seals.seal(slot, pages[i], out)
             })
             .collect();
-        let writes: Vec<(u64, &[u8])> = if sealed_copy.is_empty() {
-            targets
-                .iter()
-                .map(|&(i, _, slot)| (slot * PAGE_SIZE as u64, pages[i]))
-                .collect()
-        } else {
-            targets
-                .iter()
-                .zip(sealed_copy.chunks(PAGE_SIZE))
-                .map(|(&(_, _, slot), page)| (slot * PAGE_SIZE as u64, page))
-                .collect()
-        };
+        let writes: Vec<(u64, &[u8])> = targets
+            .iter()
+            .enumerate()
+            .map(|(k, &(i, _, slot))| {
+                let data = if copies {
+                    &sealed_copy[k * PAGE_SIZE..(k + 1) * PAGE_SIZE]
+                } else {
+                    pages[i]
+                };
+                (slot * PAGE_SIZE as u64, data)
+            })
+            .collect();
         let written = self.io.write_batch(&writes);
         for ((&(i, idx, slot), sealed), r) in targets.iter().zip(seals).zip(written) {
             match r {

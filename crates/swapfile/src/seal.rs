@@ -74,10 +74,10 @@ pub(crate) struct Sealed {
 
 /// The per-slot records of one device, and its key.
 pub(crate) struct Seals {
-    protection: Protection,
     words: Box<[AtomicU64]>,
     /// Per slot, the GCM tag; empty when pages are only checksummed.
     tags: Box<[[AtomicU64; 2]]>,
+    /// The key; `None` where pages are only checksummed.
     cipher: Option<LessSafeKey>,
     /// The next write's nonce counter (never 0, never reused).
     next_nonce: AtomicU64,
@@ -111,7 +111,6 @@ impl Seals {
             Protection::Checksum => (zeroed(0), None),
         };
         Ok(Self {
-            protection,
             words: zeroed(n),
             tags,
             cipher,
@@ -136,7 +135,11 @@ impl Seals {
     }
 
     pub(crate) fn protection(&self) -> Protection {
-        self.protection
+        if self.cipher.is_some() {
+            Protection::Encrypted
+        } else {
+            Protection::Checksum
+        }
     }
 
     /// Bytes of the records of slots `0..slots`, page-rounded.

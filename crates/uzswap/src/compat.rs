@@ -733,7 +733,7 @@ impl CaseRun<'_> {
             .unwrap_or_default();
         Counters {
             evicted_pages: total.runtime.evicted_pages,
-            swapped_in: total.swap.zswpin + total.swap.pswpin + total.swap.swpin_zero,
+            swapped_in: total.swap.swapped_in(),
             zswpout: total.swap.zswpout,
             pswpout: total.swap.pswpout,
         }

@@ -204,6 +204,15 @@ fn run_in_tmpdir(dir: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// `uzswap run` in TMPDIR `dir` is refused (exit 125) with `why` on
+/// stderr.
+fn assert_refused(dir: &Path, why: &str) {
+    let out = run_in_tmpdir(dir);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains(why), "{err}");
+}
+
 #[test]
 fn a_run_folder_another_user_made_or_a_link_is_refused() {
     // SAFETY: getuid has no preconditions.
@@ -214,13 +223,7 @@ fn a_run_folder_another_user_made_or_a_link_is_refused() {
     // would like our files in).
     let elsewhere = scratch("rundir-elsewhere");
     std::os::unix::fs::symlink(&elsewhere, &theirs).unwrap();
-    let out = run_in_tmpdir(&dir);
-    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("symbolic link"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_refused(&dir, "symbolic link");
     assert_eq!(
         std::fs::read_dir(&elsewhere).unwrap().count(),
         0,
@@ -238,13 +241,7 @@ fn a_run_folder_another_user_made_or_a_link_is_refused() {
         std::fs::remove_dir_all(&theirs).unwrap();
         std::fs::create_dir(&theirs).unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-        let out = run_in_tmpdir(&dir);
-        assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("belongs to user 65534"),
-            "{}",
-            text(&out.stderr)
-        );
+        assert_refused(&dir, "belongs to user 65534");
     }
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&elsewhere).unwrap();

@@ -59,6 +59,14 @@ impl Counters {
     }
 }
 
+impl Stats {
+    /// Pages brought back into memory: from the pool, the swap file
+    /// (readahead included) or the zero map.
+    pub fn swapped_in(&self) -> u64 {
+        self.zswpin + self.pswpin + self.swpin_zero
+    }
+}
+
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (name, value) in self.fields() {

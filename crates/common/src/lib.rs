@@ -32,6 +32,7 @@ pub mod meminfo;
 pub mod name_value;
 pub mod rate_limit;
 pub mod rusage;
+pub mod sync;
 pub mod wakeup;
 
 /// Bytes in a base page.

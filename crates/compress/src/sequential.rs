@@ -5,7 +5,7 @@
 use crate::batch::{Batch, BatchItem, Op};
 use crate::codec::{compress_page, decompress_exact, Codec};
 use crate::{Algorithm, CompressError, Compressor, CompressorCounters, CompressorStats};
-use parking_lot::Mutex;
+use common::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 /// Contexts for whoever needs one; at most one per concurrent caller.

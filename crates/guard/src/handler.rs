@@ -96,6 +96,24 @@ const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 const SA_RESTORER: u64 = 0x0400_0000;
 const SIGSYS_BIT: u64 = 1 << (libc::SIGSYS - 1);
+
+/// Signals no mask the program sets may block: SIGSYS, and what
+/// [`keep_unblocked`] adds (SIGBUS, where page faults raise it).
+static KEPT_UNBLOCKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(SIGSYS_BIT);
+
+fn kept_unblocked() -> u64 {
+    KEPT_UNBLOCKED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Keeps `sig` (1–64) out of every mask the guard sets for the program
+/// (emulated `rt_sigprocmask`, the `sa_mask` of an emulated
+/// `rt_sigaction`), as it keeps SIGSYS: a thread blocking a synchronous
+/// signal dies when it is raised.
+pub fn keep_unblocked(sig: libc::c_int) {
+    if (1..=64).contains(&sig) {
+        KEPT_UNBLOCKED.fetch_or(1 << (sig - 1), std::sync::atomic::Ordering::Relaxed);
+    }
+}
 const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));
 
 /// The kernel's `struct sigaction` on x86_64 (what `rt_sigaction` copies).
@@ -197,6 +215,9 @@ pub fn sanitize_sigset(set: &mut libc::sigset_t) {
     // SAFETY: `set` is a valid sigset; sigdelset only clears a bit.
     unsafe {
         libc::sigdelset(set, libc::SIGSYS);
+        if kept_unblocked() & (1 << (libc::SIGBUS - 1)) != 0 {
+            libc::sigdelset(set, libc::SIGBUS);
+        }
     }
 }
 
@@ -739,8 +760,8 @@ fn emulate_sigprocmask(st: &State, uc: &mut libc::ucontext_t, args: &[u64; 6]) -
     }
     if ret == 0 {
         new &= !UNBLOCKABLE;
-        if st.protect_sigsys && new & SIGSYS_BIT != 0 {
-            new &= !SIGSYS_BIT;
+        if st.protect_sigsys && new & kept_unblocked() != 0 {
+            new &= !kept_unblocked();
             bump(&counters::LIVE.sigmask_fixes);
         }
         // SAFETY: as above.
@@ -812,8 +833,8 @@ fn emulate_sigaction(st: &State, args: &[u64; 6]) -> isize {
         }
     } else if ret == 0 {
         let mut local = new.unwrap_or_default();
-        if local.mask & SIGSYS_BIT != 0 {
-            local.mask &= !SIGSYS_BIT;
+        if local.mask & kept_unblocked() != 0 {
+            local.mask &= !kept_unblocked();
             bump(&counters::LIVE.sigmask_fixes);
         }
         if oact != 0 {
@@ -858,7 +879,7 @@ unsafe fn chain(
                 chain_set(KSigaction::default());
             }
             let mut saved: u64 = 0;
-            let block = act.mask & !SIGSYS_BIT;
+            let block = act.mask & !kept_unblocked();
             if block != 0 {
                 // SAFETY: rt_sigprocmask reads and writes these 8-byte sets.
                 unsafe {

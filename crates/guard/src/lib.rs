@@ -193,8 +193,8 @@ pub mod trampoline;
 pub use counters::{counters, unknown_numbers, Counters};
 pub use filter::{IndirectPolicy, TRAP_DATA};
 pub use handler::{
-    chain_handler_for_program, guarded_syscall, handler_installed, sanitize_sigset, PinToken,
-    Pinner, MAX_PINS,
+    chain_handler_for_program, guarded_syscall, handler_installed, keep_unblocked, sanitize_sigset,
+    PinToken, Pinner, MAX_PINS,
 };
 pub use syscalls::{for_each_buffer, Access, Buffer, Coverage, TrapRule, UserMem};
 

@@ -159,7 +159,7 @@ impl Launch {
     /// gathers every process's counters. `on_start` gets the child's pid.
     pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
         self.settings.validate()?;
-        runtime::probe_userfaultfd(self.settings.user_mode_only)?;
+        self.settings.probe_fault_mode()?;
         let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.command(&dir)?;
         let (user0, sys0) = children_cpu();

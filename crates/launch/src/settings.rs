@@ -47,6 +47,7 @@ pub mod env {
     /// Handle user-mode faults only (the syscall guard's mode), even where
     /// kernel faults could be handled.
     pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
+    pub const FAULT_THREAD: &str = "UZSWAP_FAULT_THREAD";
     /// Tests of the fatal path: `fault-panic`, `reclaim-panic` or
     /// `runtime-fault`.
     pub const INJECT_FAILURE: &str = "UZSWAP_INJECT_FAILURE";
@@ -83,7 +84,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 22] = [
+    pub const VARS: [Var; 23] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -105,6 +106,7 @@ pub mod env {
         // process.
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
         flag(USER_MODE_ONLY, "--user-mode-only"),
+        flag(FAULT_THREAD, "--fault-thread"),
         other(INJECT_FAILURE, "tests of the fatal path only"),
         other(STATS_DIR, "`uzswap run`, for each run"),
         other(RUN_DIR, "the user (default /tmp/uzswap-UID)"),
@@ -176,6 +178,9 @@ pub struct Settings {
     /// Handle user-mode faults only, with the syscall guard, even where
     /// kernel faults could be handled.
     pub user_mode_only: bool,
+    /// Serve faults in a handler thread (the faulting thread sleeps until
+    /// it is served) instead of in the faulting thread's SIGBUS handler.
+    pub fault_thread: bool,
     /// Tests of the fatal path only.
     pub inject_failure: Option<InjectFailure>,
 }
@@ -202,6 +207,7 @@ impl Default for Settings {
             unmap_group_pages: 2,
             shared_limit_file: None,
             user_mode_only: false,
+            fault_thread: false,
             inject_failure: None,
         }
     }
@@ -375,6 +381,9 @@ impl Settings {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::FAULT_THREAD) {
+            s.fault_thread = parse_bool(&v).ok_or_else(|| bad(env::FAULT_THREAD, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::INJECT_FAILURE) {
             s.inject_failure = Some(match v.as_str() {
                 "fault-panic" => InjectFailure::FaultHandlerPanic,
@@ -478,6 +487,9 @@ impl Settings {
         if self.user_mode_only {
             vars.push((env::USER_MODE_ONLY, "1".into()));
         }
+        if self.fault_thread {
+            vars.push((env::FAULT_THREAD, "1".into()));
+        }
         if let Some(p) = self.inject_failure {
             let v = match p {
                 InjectFailure::FaultHandlerPanic => "fault-panic",
@@ -489,14 +501,16 @@ impl Settings {
         vars
     }
 
-    /// The runtime configuration these settings describe. The pool limit is
-    /// a percentage of the machine's memory, as in the kernel.
-    /// The pool limit in force: `--pool-limit` if given, else half the
-    /// limit (the pool is charged to it: half leaves the other half for
-    /// resident pages, and past it the coldest pages are written back), or
-    /// the whole limit without writeback (a full pool could not shrink: the
-    /// limit itself bounds it), and at most `max_pool_percent` of this
-    /// machine's memory (zswap's own bound). An uncharged pool has
+    /// The pool limit in force: `--pool-limit` if given, else all of the
+    /// limit but a floor of resident pages ([`RESIDENT_FLOOR_DIVISOR`]: an
+    /// eighth), and at most `max_pool_percent` of this machine's memory
+    /// (zswap's own bound). Resident pages and the pool compete inside the
+    /// one limit, as a cgroup v2 memcg charges both: reclaim evicts resident
+    /// pages into the pool while the charge is over the limit, so data that
+    /// fits in memory compressed stays there, and the pool's coldest pages
+    /// go to the swap file only once the pool reaches this bound (the
+    /// resident pages at their floor). Without writeback the whole limit
+    /// (the limit itself then bounds the pool). An uncharged pool has
     /// zswap's own bound only.
     pub fn pool_limit(&self) -> usize {
         self.pool_limit_bytes.unwrap_or_else(|| {
@@ -506,12 +520,17 @@ impl Settings {
                 return of_ram.max(PAGE_SIZE);
             }
             let share = if self.writeback {
-                self.limit_bytes / 2
+                self.limit_bytes - self.limit_bytes / RESIDENT_FLOOR_DIVISOR
             } else {
                 self.limit_bytes
             };
             share.min(of_ram).max(PAGE_SIZE)
         })
+    }
+
+    /// The userfaultfd mode these settings get on this machine.
+    pub fn probe_fault_mode(&self) -> Result<runtime::FaultMode, runtime::RuntimeError> {
+        runtime::probe_userfaultfd(self.user_mode_only, !self.fault_thread)
     }
 
     pub fn runtime_config(&self) -> RuntimeConfig {
@@ -545,11 +564,21 @@ impl Settings {
             unmap_group_pages: self.unmap_group_pages,
             shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
+            serve_faults_in_thread: !self.fault_thread,
             inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
     }
 }
+
+/// The pool leaves at least 1/this of the limit to resident pages: the
+/// floor random access over far more than the limit settles at. There each
+/// resident page given to the pool holds about three compressed ones, so a
+/// smaller floor reads fewer pages from the swap file (random access over
+/// four times the limit: a floor of 1/8 reads 31% of faults from the file,
+/// 1/4 reads 38%, 1/2 50%), while a workload whose hot set is larger keeps
+/// it resident through reclaim's LRU, well above the floor.
+pub const RESIDENT_FLOOR_DIVISOR: usize = 8;
 
 /// Physical memory of this machine (`MemTotal`), 1 GiB if unknown.
 pub fn machine_ram_bytes() -> usize {
@@ -598,7 +627,7 @@ mod tests {
             max_pool_percent: 100,
             ..Settings::default()
         };
-        assert_eq!(s.pool_limit(), (32 << 20).min(ram));
+        assert_eq!(s.pool_limit(), (56 << 20).min(ram));
         let no_writeback = Settings {
             writeback: false,
             ..s.clone()
@@ -672,6 +701,7 @@ mod tests {
             small_objects: SmallObjects::After(3 << 20),
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
+            fault_thread: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
@@ -739,6 +769,7 @@ mod tests {
             pool_limit_bytes: Some(1 << 20),
             shared_limit_file: Some("/x".into()),
             user_mode_only: true,
+            fault_thread: true,
             inject_failure: Some(InjectFailure::FaultHandlerPanic),
             ..Settings::default()
         };

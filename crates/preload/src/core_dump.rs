@@ -133,6 +133,10 @@ pub fn arm() {
     }
     ARMED_PID.store(pid, Ordering::Release);
     for sig in CORE_SIGNALS {
+        if sig == libc::SIGBUS && crate::sigbus::owned() {
+            // Ours already: its default action comes here through it.
+            continue;
+        }
         // SAFETY: all-zero is a valid sigaction to be written.
         let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: glibc's sigaction; a query, then (for SIG_DFL) ours.
@@ -290,7 +294,11 @@ fn bring_back_for_dump() {
 }
 
 /// The handler of a core signal that the program left at its default.
-extern "C" fn on_core_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+pub(crate) extern "C" fn on_core_signal(
+    sig: c_int,
+    _info: *mut libc::siginfo_t,
+    _ctx: *mut libc::c_void,
+) {
     // SAFETY: getpid cannot fail.
     let mine = ARMED_PID.load(Ordering::Acquire) == unsafe { libc::getpid() } as u32;
     if mine

@@ -561,6 +561,8 @@ unsafe fn sigsys_kept(
         *copy = *set;
         libc::sigdelset(copy, libc::SIGSYS);
     }
+    // Faults served in-thread need SIGBUS as the guard needs SIGSYS.
+    crate::sigbus::keep_unblocked(copy);
     copy
 }
 
@@ -623,6 +625,14 @@ pub unsafe extern "C" fn sigaction(
     // programs call it from their signal handlers (glibc's is looked up
     // when the library loads).
     // SAFETY: the caller's arguments, as for sigaction(2).
+    if let Some(rc) = unsafe { crate::sigbus::program_sigaction(sig, act, old) } {
+        return rc;
+    }
+    // SAFETY: all-zero is a valid sigaction.
+    let mut copy: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `act` is the caller's, null or valid.
+    let act = unsafe { crate::sigbus::kept_out_of_mask(act, &mut copy) };
+    // SAFETY: the caller's arguments, as for sigaction(2).
     if let Some(rc) = unsafe { crate::core_dump::program_sigaction(sig, act, old) } {
         return rc;
     }
@@ -652,7 +662,8 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
     let ours = unsafe {
         libc::sigemptyset(&mut act.sa_mask);
         libc::sigaddset(&mut act.sa_mask, sig);
-        crate::core_dump::program_sigaction(sig, &act, &mut old)
+        crate::sigbus::program_sigaction(sig, &act, &mut old)
+            .or_else(|| crate::core_dump::program_sigaction(sig, &act, &mut old))
     };
     match ours {
         Some(0) => old.sa_sigaction,

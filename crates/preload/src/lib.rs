@@ -94,6 +94,7 @@ mod jemalloc_api;
 mod libc_alloc;
 mod next_alloc;
 mod preload;
+mod sigbus;
 mod small_heap;
 mod stats;
 

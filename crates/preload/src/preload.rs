@@ -111,9 +111,11 @@ pub fn force_busy() -> Busy {
     runtime::reentry::enter()
 }
 
-/// Whether the calls of this thread must bypass the hooks.
+/// Whether the calls of this thread must bypass the hooks: a nested call,
+/// a runtime thread, or a thread serving its own fault (checked first, and
+/// without thread-local storage: see `runtime::in_thread`).
 pub fn passes_through() -> bool {
-    runtime::reentry::inside() || is_runtime_thread()
+    runtime::in_thread::serving_here() || runtime::reentry::inside() || is_runtime_thread()
 }
 
 fn is_runtime_thread() -> bool {
@@ -232,9 +234,9 @@ static GUARD_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 /// guarded one inherits the filter (filters survive `execve`), which traps
 /// from the first instruction, so the handler goes in at load then.
 fn decide_guard(s: &Settings) {
-    match runtime::probe_userfaultfd(s.user_mode_only) {
+    match s.probe_fault_mode() {
         Ok(runtime::FaultMode::KernelFaults) => {}
-        Ok(runtime::FaultMode::UserModeOnly) => {
+        Ok(runtime::FaultMode::UserModeOnly | runtime::FaultMode::InThread) => {
             GUARD_USED.store(true, Ordering::Release);
             GUARD_PENDING.store(true, Ordering::Release);
             // SAFETY: PR_GET_SECCOMP takes no pointer; 2 = filter mode.
@@ -377,6 +379,9 @@ fn runtime_started() {
 pub fn get_or_start() -> Option<&'static Preload> {
     let settings = SETTINGS.get()?;
     Some(PRELOAD.get_or_init(|| {
+        if !settings.fault_thread {
+            crate::sigbus::take_over();
+        }
         let runtime = Runtime::new(settings.runtime_config())
             .unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
         let p = Preload {

@@ -44,7 +44,9 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Chains a panic hook that ends the process when a `uzswap/…` thread
-/// panics; other threads' panics go to the previous hook. Once per process.
+/// panics, or a thread serving its own fault in its signal handler
+/// ([`crate::in_thread`]); other threads' panics go to the previous hook.
+/// Once per process.
 pub fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -55,6 +57,10 @@ pub fn install_panic_hook() {
                 Some(n) if n.starts_with("uzswap/") => {
                     die(&format!("runtime thread {n} panicked: {info}"))
                 }
+                _ if crate::in_thread::serving_here() => die(&format!(
+                    "the fault handler panicked serving a fault in thread {}: {info}",
+                    crate::sys::gettid()
+                )),
                 _ => previous(info),
             }
         }));

@@ -269,12 +269,14 @@ impl Inner {
     fn adopt_in_child(&self, st: &mut State, generation: u64) {
         let old = self.env.live();
         let user_mode_only = self.env.mode == FaultMode::UserModeOnly;
+        let in_thread = self.env.mode == FaultMode::InThread;
         let swap = Swap::new(store_config(&self.cfg.swap)).unwrap_or_else(|e| {
             fatal::die(&format!("forked child: cannot make its swap store: {e}"))
         });
-        let (mut live, _) = new_live(&self.cfg, swap, user_mode_only).unwrap_or_else(|e| {
-            fatal::die(&format!("forked child: cannot start its runtime: {e}"))
-        });
+        let (mut live, _) =
+            new_live(&self.cfg, swap, user_mode_only, in_thread).unwrap_or_else(|e| {
+                fatal::die(&format!("forked child: cannot start its runtime: {e}"))
+            });
         // The parent's inherited stores keep their ids; its own is next.
         live.inherited = old
             .inherited

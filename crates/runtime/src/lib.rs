@@ -43,6 +43,9 @@
 //!   The exhaustive model checker (`model.rs`, tests) runs these same
 //!   functions against a model kernel, in every interleaving.
 //! * `fault.rs`: the fault loop (plumbing: events in, operations run).
+//! * [`in_thread`]: faults served in the faulting thread instead
+//!   (`UFFD_FEATURE_SIGBUS`): the SIGBUS entry point and the runtimes it
+//!   serves.
 //! * `reclaim.rs`: the reclaim thread, throttling, when aging runs.
 //! * `aging.rs`: whether aging (write tracking) pays: epochs with and
 //!   without it, faults per eviction compared, the cheaper one run.
@@ -97,6 +100,7 @@ pub mod fatal;
 mod fault;
 pub mod fork;
 mod forkcell;
+pub mod in_thread;
 #[cfg(test)]
 mod model;
 mod pagemap;
@@ -118,8 +122,12 @@ pub use runtime::{InjectFailure, Runtime, RuntimeConfig};
 pub use uffd::FaultMode;
 
 /// Checks that this process may create the userfaultfd a runtime needs
-/// (user-mode-only if asked); returns the mode its runtimes will get.
-pub fn probe_userfaultfd(user_mode_only: bool) -> Result<FaultMode, RuntimeError> {
+/// (user-mode-only if asked, or with faults served in the faulting
+/// thread); returns the mode its runtimes will get.
+pub fn probe_userfaultfd(user_mode_only: bool, in_thread: bool) -> Result<FaultMode, RuntimeError> {
+    if in_thread {
+        return uffd::open_in_thread().map(|_| FaultMode::InThread);
+    }
     uffd::open(user_mode_only).map(|(_, mode)| mode)
 }
 

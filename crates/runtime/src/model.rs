@@ -41,6 +41,39 @@ pub(crate) enum Mode {
     KernelFaults,
     /// `UFFD_USER_MODE_ONLY`: a system call gets EFAULT.
     UserModeOnly,
+    /// `UFFD_FEATURE_SIGBUS`: a user access that faults raises SIGBUS in
+    /// its own thread, which serves the fault itself
+    /// ([`MissingFault::served_in_thread`], [`WpFault::served_in_thread`])
+    /// and retries; a system call gets EFAULT.
+    InThread,
+}
+
+/// What a user or kernel access did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Got {
+    /// Done: read this value.
+    Value(u8),
+    /// Blocked in the kernel: a fault event queued for the handler.
+    Blocked,
+    /// SIGBUS in the accessing thread (a write-protect fault if `true`).
+    Signal(bool),
+}
+
+/// A fault the faulting thread serves itself, in its SIGBUS handler.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Serving {
+    Missing(MissingFault<u8>),
+    Wp(WpFault),
+}
+
+impl Serving {
+    fn new(addr: usize, write: bool, wp: bool) -> Self {
+        if wp {
+            Serving::Wp(WpFault::new(addr).served_in_thread())
+        } else {
+            Serving::Missing(MissingFault::new(addr, write, false).served_in_thread())
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -331,6 +364,8 @@ enum Actor {
         own: BTreeMap<usize, u8>,
         /// The discard (`Access::Madvise`) under way.
         discarding: Option<protocol::ProgramDiscard>,
+        /// The fault this thread is serving in its SIGBUS handler.
+        serving: Option<Serving>,
     },
     /// A system call by thread `tid` on `page`: pins it, touches it, then
     /// the kernel reads it, or writes `value` into it.
@@ -339,6 +374,8 @@ enum Actor {
         page: usize,
         value: Option<u8>,
         phase: SyscallPhase,
+        /// The fault this thread is serving in its SIGBUS handler.
+        serving: Option<Serving>,
     },
     /// The fault handler; `deferred`: pages of throttled faults whose
     /// threads it has yet to wake.
@@ -500,6 +537,7 @@ impl Scenario {
                 pc: 0,
                 own: BTreeMap::new(),
                 discarding: None,
+                serving: None,
             });
         }
         for (j, &(page, value)) in self.syscalls.iter().enumerate() {
@@ -508,6 +546,7 @@ impl Scenario {
                 page,
                 value,
                 phase: SyscallPhase::Pinning(Pin::new(page_addr(page), PAGE)),
+                serving: None,
             });
         }
         actors.push(Actor::Handler {
@@ -558,7 +597,12 @@ enum Outcome {
 impl World {
     fn done(&self, a: &Actor) -> bool {
         match a {
-            Actor::Program { script, pc, .. } => *pc == script.len(),
+            Actor::Program {
+                script,
+                pc,
+                serving,
+                ..
+            } => *pc == script.len() && serving.is_none(),
             Actor::Syscall { phase, .. } => *phase == SyscallPhase::Done,
             Actor::Handler {
                 fault,
@@ -571,8 +615,7 @@ impl World {
         }
     }
 
-    /// A user or kernel access by thread `tid`. `Ok(Some(v))`: done, read
-    /// `v`; `Ok(None)`: blocked (a fault event queued).
+    /// A user or kernel access by thread `tid`.
     fn access(
         &mut self,
         tid: u8,
@@ -580,7 +623,7 @@ impl World {
         write: Option<u8>,
         kernel: bool,
         mode: Mode,
-    ) -> Result<Option<u8>, Violation> {
+    ) -> Result<Got, Violation> {
         let addr = page_addr(page);
         let p = *self.k.page(addr);
         if !p.registered {
@@ -588,12 +631,15 @@ impl World {
             let kp = self.k.page(addr);
             let v = kp.value.unwrap_or(0);
             kp.value = Some(write.unwrap_or(v));
-            return Ok(Some(v));
+            return Ok(Got::Value(v));
         }
         let faults = p.value.is_none() || (write.is_some() && p.wp);
         if faults {
-            if kernel && mode == Mode::UserModeOnly {
+            if kernel && mode != Mode::KernelFaults {
                 return Err(Violation::Efault { page: addr });
+            }
+            if mode == Mode::InThread {
+                return Ok(Got::Signal(p.value.is_some()));
             }
             let ev = (tid, addr, p.value.is_some());
             // More than two queued copies of one event only repeat states.
@@ -601,13 +647,42 @@ impl World {
                 self.k.events.push_back(ev);
             }
             self.k.blocked[tid as usize] = Some(addr);
-            return Ok(None);
+            return Ok(Got::Blocked);
         }
         let v = p.value.unwrap_or(0);
         if let Some(w) = write {
             self.k.page(addr).value = Some(w);
         }
-        Ok(Some(v))
+        Ok(Got::Value(v))
+    }
+
+    /// One step of the fault `serving` that a thread serves in its SIGBUS
+    /// handler; `false`: it waits for an operation in flight.
+    fn serve(&mut self, sc: &Scenario, serving: &mut Option<Serving>) -> Result<bool, Violation> {
+        let Some(op) = serving.take() else {
+            return Ok(false);
+        };
+        let (step, op) = match op {
+            Serving::Missing(mut o) => {
+                let step = self.run_op(sc, false, |cx| o.step(cx))?;
+                (step, Serving::Missing(o))
+            }
+            Serving::Wp(mut o) => {
+                let step = self.run_op(sc, false, |cx| o.step(cx))?;
+                (step, Serving::Wp(o))
+            }
+        };
+        match step {
+            Step::Next => *serving = Some(op),
+            Step::Wait(seen) => {
+                *serving = Some(op);
+                if self.st.changes == seen {
+                    return Ok(false);
+                }
+            }
+            Step::Done(()) => {}
+        }
+        Ok(true)
     }
 
     fn check_read(&self, page: usize, read: u8, own_last: Option<u8>) -> Result<(), Violation> {
@@ -689,7 +764,11 @@ impl World {
                 pc,
                 own,
                 discarding,
+                serving,
             } => {
+                if serving.is_some() {
+                    return Outcome::Moved(tri!(self.serve(sc, serving)));
+                }
                 if *pc == script.len() || self.k.blocked[*tid as usize].is_some() {
                     return Outcome::Moved(false);
                 }
@@ -723,8 +802,11 @@ impl World {
                     }
                 };
                 match tri!(self.access(*tid, page, write, false, sc.mode)) {
-                    None => {}
-                    Some(v) => {
+                    Got::Blocked => {}
+                    Got::Signal(wp) => {
+                        *serving = Some(Serving::new(page_addr(page), write.is_some(), wp))
+                    }
+                    Got::Value(v) => {
                         if let Some(w) = write {
                             self.history.entry(page_addr(page)).or_default().push(w);
                             own.insert(page, w);
@@ -741,7 +823,11 @@ impl World {
                 page,
                 value,
                 phase,
+                serving,
             } => {
+                if serving.is_some() {
+                    return Outcome::Moved(tri!(self.serve(sc, serving)));
+                }
                 if self.k.blocked[*tid as usize].is_some() {
                     return Outcome::Moved(false);
                 }
@@ -763,16 +849,23 @@ impl World {
                         // An atomic add of zero writes the value it reads.
                         let cur = self.k.pages.get(&page_addr(*page)).and_then(|p| p.value);
                         let touch = value.map(|_| cur.unwrap_or(0));
-                        if let Some(v) = tri!(self.access(*tid, *page, touch, false, sc.mode)) {
-                            if touch.is_some() && cur != Some(v) {
-                                // Raced a map: do the add again on what is there.
-                                return Outcome::Moved(true);
+                        match tri!(self.access(*tid, *page, touch, false, sc.mode)) {
+                            Got::Value(v) => {
+                                if touch.is_some() && cur != Some(v) {
+                                    // Raced a map: do the add again on what is there.
+                                    return Outcome::Moved(true);
+                                }
+                                *phase = SyscallPhase::Kernel;
                             }
-                            *phase = SyscallPhase::Kernel;
+                            Got::Signal(wp) => {
+                                *serving = Some(Serving::new(page_addr(*page), touch.is_some(), wp))
+                            }
+                            Got::Blocked => {}
                         }
                     }
                     SyscallPhase::Kernel => {
-                        if let Some(v) = tri!(self.access(*tid, *page, *value, true, sc.mode)) {
+                        if let Got::Value(v) = tri!(self.access(*tid, *page, *value, true, sc.mode))
+                        {
                             match value {
                                 Some(w) => {
                                     self.history.entry(page_addr(*page)).or_default().push(*w)
@@ -1410,6 +1503,65 @@ mod tests {
             matches!(v, Violation::LostWrite { .. } | Violation::BadRead { .. }),
             "{v:?}"
         );
+    }
+
+    /// `sc` with faults served in the faulting threads (SIGBUS), with no
+    /// throttling (a thread served in its own handler throttles itself
+    /// after the operation, outside the protocol).
+    fn in_thread(mut sc: Scenario) -> Scenario {
+        sc.mode = Mode::InThread;
+        sc.throttle = false;
+        sc
+    }
+
+    #[test]
+    fn faults_served_in_the_faulting_thread_are_safe_in_every_interleaving() {
+        passes("in thread: first touch", in_thread(first_touch(None)));
+        passes("in thread: swap-in", in_thread(swap_in(None)));
+        passes("in thread: write tracking", in_thread(tracking(None)));
+        passes("in thread: batched eviction", in_thread(batch(None)));
+        passes("in thread: release", in_thread(release()));
+        passes(
+            "in thread: release during first touch",
+            in_thread(release_during_first_touch()),
+        );
+        passes("in thread: clean pages", in_thread(clean(None)));
+        passes(
+            "in thread: clean page discarded",
+            in_thread(clean_discarded(None)),
+        );
+        // With a reader beside the writer: one thread alone has too few
+        // interleavings for the check's floor.
+        let mut sc = in_thread(discarded_while_evicted(None));
+        sc.programs.push(vec![Read(0)]);
+        passes("in thread: discarded while evicted", sc);
+        passes(
+            "in thread: program discard",
+            in_thread(program_discard(None)),
+        );
+        for init in [None, Some((5, false)), Some((5, true))] {
+            passes(
+                &format!("in thread: syscall on {init:?}"),
+                in_thread(syscall(init, None)),
+            );
+        }
+    }
+
+    #[test]
+    fn the_checker_catches_the_known_flaws_with_faults_served_in_thread() {
+        loses_a_write(
+            "in thread: unlocked unprotect",
+            in_thread(tracking(Some(Flaw::UnprotectUnlocked))),
+        );
+        loses_a_write(
+            "in thread: span protects its first run only",
+            in_thread(batch(Some(Flaw::SpanProtectsFirstRunOnly))),
+        );
+        let v = fails(
+            "in thread: pin without settle",
+            in_thread(syscall(Some((5, false)), Some(Flaw::PinWithoutSettle))),
+        );
+        assert!(matches!(v, Violation::Efault { .. }), "{v:?}");
     }
 
     #[test]

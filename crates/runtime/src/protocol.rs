@@ -660,6 +660,13 @@ fn page_addr(base: usize, idx: usize) -> usize {
 /// runtime thread if `by_runtime`. A throttled fault
 /// ([`MissingFault::defer_wake`]) maps the page but leaves the faulting
 /// thread asleep: the runtime wakes it once reclaim has caught up.
+///
+/// Served by the handler thread (the default), a fault that finds its page
+/// in flight marks it `waiters` and ends: the faulting thread sleeps in the
+/// kernel until the operation in flight wakes it. Served in the faulting
+/// thread itself ([`MissingFault::served_in_thread`], `UFFD_FEATURE_SIGBUS`),
+/// nobody sleeps in the kernel: the operation waits (`Step::Wait`) until
+/// the page is no longer in flight, then looks again.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct MissingFault<B> {
     pub addr: usize,
@@ -667,6 +674,9 @@ pub struct MissingFault<B> {
     pub by_runtime: bool,
     /// Wake the faulting thread when its page is mapped.
     pub wake: bool,
+    /// Run by the faulting thread (in its SIGBUS handler), not the handler
+    /// thread.
+    pub in_thread: bool,
     pc: MissingPc<B>,
 }
 
@@ -727,8 +737,17 @@ impl<B: Clone + Default> MissingFault<B> {
             write,
             by_runtime,
             wake: true,
+            in_thread: false,
             pc: MissingPc::Start,
         }
+    }
+
+    /// Served by the faulting thread: no thread waits in the kernel to be
+    /// woken, and a page in flight is waited for here.
+    pub fn served_in_thread(mut self) -> Self {
+        self.in_thread = true;
+        self.wake = false;
+        self
     }
 
     /// Map the fault's page without waking the thread (throttling); the
@@ -910,6 +929,7 @@ impl<B: Clone + Default> MissingFault<B> {
         };
         let limit = cx.tun.workingset_pages;
         let evictions = st.evictions;
+        let changes = st.changes;
         let folio = cx.tun.folio_pages.max(1);
         let cluster = (1usize << cx.tun.page_cluster).max(folio.next_power_of_two());
         let region = st.regions.get_mut(&base).expect("located");
@@ -994,6 +1014,11 @@ impl<B: Clone + Default> MissingFault<B> {
             PageState::Evicting if self.by_runtime => {
                 serve_evictor_fault(cx.env, cx.tun, self.addr)?;
                 Ok(Step::Done(()))
+            }
+            PageState::Filling | PageState::Loading | PageState::Evicting if self.in_thread => {
+                // The faulting thread waits here for the operation in
+                // flight to end, then looks again.
+                Ok(Step::Wait(changes))
             }
             PageState::Filling | PageState::Loading | PageState::Evicting => {
                 // Unmapped while an operation is in flight: never fill it
@@ -1125,10 +1150,14 @@ fn publish_loaded(
 // ---------------------------------------------------------------------------
 // Write-protect faults.
 
-/// A write to a write-protected page at `addr`.
+/// A write to a write-protected page at `addr`. Served in the faulting
+/// thread ([`WpFault::served_in_thread`]), it waits for an operation in
+/// flight on the page instead of leaving the writer asleep in the kernel.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct WpFault {
     pub addr: usize,
+    /// Run by the faulting thread (in its SIGBUS handler).
+    pub in_thread: bool,
     unlocked_unprotect: bool,
     /// A `Clean` page was written: the slot it kept goes.
     free: Option<Slot>,
@@ -1138,9 +1167,16 @@ impl WpFault {
     pub fn new(addr: usize) -> Self {
         Self {
             addr: addr & !(PAGE - 1),
+            in_thread: false,
             unlocked_unprotect: false,
             free: None,
         }
+    }
+
+    /// Served by the faulting thread: it waits for the operation in flight.
+    pub fn served_in_thread(mut self) -> Self {
+        self.in_thread = true;
+        self
     }
 
     /// During an eviction the writer waits for the evictor, which wakes it.
@@ -1161,9 +1197,14 @@ impl WpFault {
         let Some((base, idx)) = st.locate(self.addr) else {
             return Ok(Step::Done(())); // not ours: unregistering woke the writer
         };
+        let changes = st.changes;
         let r = st.regions.get_mut(&base).expect("located");
         let page = &mut r.pages[idx];
         match page.state {
+            // In the faulting thread: wait for the operation in flight to
+            // end, then retry the write (which then faults as missing, or
+            // finds the page writable).
+            s if self.in_thread && s.in_flight() => Ok(Step::Wait(changes)),
             PageState::Evicting => Ok(Step::Done(())),
             PageState::Clean { slot } => {
                 // Written: no longer its slot's bytes. `Resident` before the
@@ -1204,6 +1245,8 @@ impl WpFault {
                 cx.env.unprotect(self.addr, PAGE, true)?;
                 Ok(Step::Done(()))
             }
+            // Nobody sleeps in the kernel: the write is retried.
+            _ if self.in_thread => Ok(Step::Done(())),
             _ => {
                 drop(st);
                 cx.env.wake(self.addr, PAGE)?;

@@ -49,7 +49,7 @@ impl Inner {
 
     /// Residency past which faults wait for reclaim: the limit plus a
     /// quarter of it, at most [`THROTTLE_HEADROOM_BYTES`], plus one batch.
-    fn ceiling(&self) -> usize {
+    pub(crate) fn ceiling(&self) -> usize {
         let headroom = throttle_headroom_bytes(self.limit_pages * PAGE) / PAGE;
         self.limit_pages + headroom + self.cfg.reclaim_batch
     }
@@ -168,6 +168,32 @@ impl Inner {
             self.env.live().reclaim_wake.kick();
         }
         charged > self.ceiling()
+    }
+
+    /// After a fault served in the faulting thread: past the ceiling, the
+    /// thread waits here (its page mapped) until reclaim has caught up, can
+    /// do no more, or the runtime stops — what [`Inner::release_throttled`]
+    /// does for the handler thread's faults.
+    pub(crate) fn throttle_in_thread(&self) {
+        if !self.over_ceiling() {
+            return;
+        }
+        self.env
+            .counters
+            .throttled_faults
+            .fetch_add(1, Ordering::Relaxed);
+        let nap = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        while self.charged() > self.ceiling()
+            && !self.reclaim_stalled.load(Ordering::Acquire)
+            && !self.stopping()
+        {
+            self.env.live().reclaim_wake.kick();
+            // SAFETY: a valid timespec; nanosleep is async-signal-safe.
+            unsafe { libc::nanosleep(&nap, std::ptr::null_mut()) };
+        }
     }
 
     /// Wakes the threads of throttled faults once residency is back under

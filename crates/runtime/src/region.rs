@@ -221,6 +221,7 @@ impl Runtime {
         let mut op = Pin::new(start, end - start);
         self.inner.drive(|cx| op.step(cx));
         for &(a, l) in op.ranges() {
+            self.inner.fault_in(a, l, write);
             touch(a, l, write);
         }
         if op.overflow {

@@ -55,6 +55,11 @@ pub struct RuntimeConfig {
     /// Open the userfaultfd in user-mode-only mode even where kernel
     /// faults could be handled (to test the syscall guard's mode as root).
     pub user_mode_only: bool,
+    /// Serve faults in the faulting thread (`UFFD_FEATURE_SIGBUS`, its
+    /// SIGBUS handler: `in_thread.rs`) rather than in a handler thread.
+    /// Kernel accesses then need the syscall guard, as in user-mode-only
+    /// mode.
+    pub serve_faults_in_thread: bool,
     /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
     pub inject_failure: Option<InjectFailure>,
@@ -87,6 +92,7 @@ impl Default for RuntimeConfig {
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,
             user_mode_only: false,
+            serve_faults_in_thread: false,
             inject_failure: None,
         }
     }
@@ -267,8 +273,10 @@ impl Inner {
             .threads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let i = self.clone();
-        threads.push(fatal::spawn("uzswap/fault", move || i.fault_loop())?);
+        if self.env.mode != FaultMode::InThread {
+            let i = self.clone();
+            threads.push(fatal::spawn("uzswap/fault", move || i.fault_loop())?);
+        }
         let i = self.clone();
         threads.push(fatal::spawn("uzswap/reclaim", move || i.reclaim_loop())?);
         Ok(())
@@ -301,8 +309,13 @@ pub(crate) fn new_live(
     cfg: &RuntimeConfig,
     swap: Arc<Swap>,
     user_mode_only: bool,
+    in_thread: bool,
 ) -> Result<(Live, FaultMode), RuntimeError> {
-    let (uffd, mode) = crate::uffd::open(user_mode_only)?;
+    let (uffd, mode) = if in_thread {
+        (crate::uffd::open_in_thread()?, FaultMode::InThread)
+    } else {
+        crate::uffd::open(user_mode_only)?
+    };
     let shared =
         match &cfg.shared_limit_file {
             Some(path) => Some(SharedLimit::open(path).map_err(|e| {
@@ -380,7 +393,10 @@ impl Runtime {
         crate::fatal::install_panic_hook();
         crate::fork::register_handlers();
         crate::arena::global()?;
-        let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only)?;
+        if cfg.serve_faults_in_thread {
+            crate::in_thread::install_handler().map_err(RuntimeError::Thread)?;
+        }
+        let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only, cfg.serve_faults_in_thread)?;
         let limit_pages = cfg.limit_bytes / PAGE;
         let aging = RateLimit::new(cfg.aging_interval);
         let inner = Arc::new(Inner {
@@ -407,6 +423,9 @@ impl Runtime {
             generations: AtomicU64::new(0),
         });
         let rt = Runtime { inner };
+        if mode == FaultMode::InThread {
+            crate::in_thread::enlist(&rt.inner)?;
+        }
         if let Err(e) = rt.inner.start_threads() {
             rt.inner.stop_threads();
             return Err(RuntimeError::Thread(e));
@@ -504,6 +523,7 @@ impl Drop for Runtime {
         // that is gone.
         self.inner.release_all_regions();
         self.inner.stop_threads();
+        crate::in_thread::leave(&self.inner);
         crate::fork::untrack(&self.inner);
         // SAFETY: our eventfd; no thread polls it any more.
         unsafe { libc::close(self.inner.env.live().stop_fd) };

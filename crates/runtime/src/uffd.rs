@@ -12,8 +12,15 @@
 //!   the syscall guard (the `guard` crate, installed by the LD_PRELOAD
 //!   library), which pins and faults their buffers in first.
 //!
-//! Both ask for `UFFD_FEATURE_THREAD_ID`, so the handler knows which thread
-//! faulted (runtime threads must never fault on a region).
+//! * **In the faulting thread** (`FaultMode::InThread`): with
+//!   `UFFD_FEATURE_SIGBUS` no fault event is queued: the faulting thread
+//!   gets SIGBUS and serves its own fault in the signal handler
+//!   (`in_thread.rs`), with no handler thread and no wakeups. Kernel
+//!   accesses fail with EFAULT as in user-mode-only mode, so the syscall
+//!   guard is needed. Any user may have it (it is opened user-mode only).
+//!
+//! The first two ask for `UFFD_FEATURE_THREAD_ID`, so the handler knows
+//! which thread faulted (runtime threads must never fault on a region).
 
 use crate::RuntimeError;
 use std::os::fd::FromRawFd;
@@ -22,6 +29,7 @@ use userfaultfd::{FeatureFlags, Uffd, UffdBuilder};
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 const UFFD_API: u64 = 0xAA;
 const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
+const UFFD_FEATURE_SIGBUS: u64 = 1 << 7;
 /// `_IOWR(0xAA, 0x3F, struct uffdio_api)`.
 const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
 
@@ -32,6 +40,9 @@ pub enum FaultMode {
     KernelFaults,
     /// Faults in user mode only: system calls need the syscall guard.
     UserModeOnly,
+    /// Faults raise SIGBUS in the faulting thread, which serves them; system
+    /// calls need the syscall guard.
+    InThread,
 }
 
 impl FaultMode {
@@ -39,7 +50,38 @@ impl FaultMode {
         match self {
             FaultMode::KernelFaults => "kernel faults handled",
             FaultMode::UserModeOnly => "user-mode faults + syscall guard",
+            FaultMode::InThread => "faults served in the faulting thread + syscall guard",
         }
+    }
+
+    /// Kernel accesses to an unmapped or protected region page fail with
+    /// EFAULT: system calls need the syscall guard.
+    pub fn needs_guard(self) -> bool {
+        self != FaultMode::KernelFaults
+    }
+}
+
+/// A userfaultfd whose faults raise SIGBUS in the faulting thread
+/// (`FaultMode::InThread`), opened user-mode only (no privilege needed).
+pub fn open_in_thread() -> Result<Uffd, RuntimeError> {
+    let dev = if std::path::Path::new("/dev/userfaultfd").exists() {
+        UffdBuilder::new()
+            .close_on_exec(true)
+            .non_blocking(true)
+            .user_mode_only(true)
+            .require_features(FeatureFlags::SIGBUS)
+            .create()
+            .map_err(OpenError::Crate)
+    } else {
+        Err(OpenError::Absent)
+    };
+    match dev {
+        Ok(u) => Ok(u),
+        Err(dev_err) => open_by_syscall(UFFD_USER_MODE_ONLY, UFFD_FEATURE_SIGBUS).map_err(|e| {
+            RuntimeError::Uffd(format!(
+                "/dev/userfaultfd with SIGBUS: {dev_err}; userfaultfd(2) with SIGBUS: {e}"
+            ))
+        }),
     }
 }
 
@@ -68,7 +110,7 @@ pub fn open(user_mode_only: bool) -> Result<(Uffd, FaultMode), RuntimeError> {
             Ok(u) => return Ok((u, FaultMode::KernelFaults)),
             Err(e) => failed.push(("/dev/userfaultfd", e)),
         }
-        match open_by_syscall(0) {
+        match open_by_syscall(0, UFFD_FEATURE_THREAD_ID) {
             Ok(u) => return Ok((u, FaultMode::KernelFaults)),
             Err(e) => failed.push(("userfaultfd(2)", OpenError::Os(e))),
         }
@@ -77,7 +119,7 @@ pub fn open(user_mode_only: bool) -> Result<(Uffd, FaultMode), RuntimeError> {
         Ok(u) => return Ok((u, FaultMode::UserModeOnly)),
         Err(e) => failed.push(("/dev/userfaultfd (user mode only)", e)),
     }
-    match open_by_syscall(UFFD_USER_MODE_ONLY) {
+    match open_by_syscall(UFFD_USER_MODE_ONLY, UFFD_FEATURE_THREAD_ID) {
         Ok(u) => Ok((u, FaultMode::UserModeOnly)),
         Err(e) => {
             failed.push(("userfaultfd(UFFD_USER_MODE_ONLY)", OpenError::Os(e)));
@@ -121,7 +163,7 @@ fn open_dev(user_mode_only: bool) -> Result<Uffd, OpenError> {
         .map_err(OpenError::Crate)
 }
 
-fn open_by_syscall(mode_flags: libc::c_int) -> std::io::Result<Uffd> {
+fn open_by_syscall(mode_flags: libc::c_int, features: u64) -> std::io::Result<Uffd> {
     let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | mode_flags;
     // SAFETY: userfaultfd(2) takes flags only and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
@@ -134,7 +176,7 @@ fn open_by_syscall(mode_flags: libc::c_int) -> std::io::Result<Uffd> {
     let uffd = unsafe { Uffd::from_raw_fd(fd) };
     let mut api = UffdioApi {
         api: UFFD_API,
-        features: UFFD_FEATURE_THREAD_ID,
+        features,
         ioctls: 0,
     };
     // SAFETY: UFFDIO_API reads and writes one uffdio_api, which `api` is.

@@ -1,7 +1,7 @@
 //! Page I/O back-ends: pread/pwrite on a file, memory (tests), and a
 //! wrapper that injects faults.
 
-use parking_lot::Mutex;
+use common::sync::Mutex;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -74,7 +74,7 @@ impl std::str::FromStr for IoBackend {
     }
 }
 
-use parking_lot::Mutex;
+use common::sync::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,8 +3,8 @@
 //! "writeback batching").
 
 use crate::io::PageIo;
+use common::sync::Mutex;
 use io_uring::{opcode, types, IoUring};
-use parking_lot::Mutex;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;

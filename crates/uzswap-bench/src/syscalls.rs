@@ -120,7 +120,7 @@ fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), Ben
 
 /// Every shape, `reps` rounds of the three modes interleaved; medians.
 pub fn run(p: &SyscallsParams, progress: &Progress) -> Result<Vec<Row>, BenchError> {
-    runtime::probe_userfaultfd(false)?;
+    runtime::probe_userfaultfd(false, false)?;
     let mut rows = Vec::new();
     for shape in &p.shapes {
         let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(vec![], vec![]); Mode::ALL.len()];

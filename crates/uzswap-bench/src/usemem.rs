@@ -265,7 +265,7 @@ pub fn run_uzswap(
     settings: &Settings,
     library: &Path,
 ) -> Result<Measured, BenchError> {
-    runtime::probe_userfaultfd(false)?;
+    runtime::probe_userfaultfd(false, false)?;
     let job = Launch {
         per_process_limit: false,
         settings: settings.clone(),

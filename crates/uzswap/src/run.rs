@@ -111,6 +111,10 @@ pub struct RuntimeArgs {
     /// gets.
     #[arg(long)]
     pub user_mode_only: bool,
+    /// Serve page faults in a handler thread (the faulting thread sleeps
+    /// until served, as before) instead of in the faulting thread itself
+    #[arg(long)]
+    pub fault_thread: bool,
 }
 
 impl RuntimeArgs {
@@ -142,6 +146,7 @@ impl RuntimeArgs {
             unmap_group_pages: self.unmap_group as usize,
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
+            fault_thread: self.fault_thread,
             inject_failure: None,
         };
         s.validate().map_err(|e| {
@@ -310,7 +315,8 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             format_size(settings.limit_bytes),
             settings.compressor,
             format_size(settings.folio_bytes),
-            runtime::probe_userfaultfd(settings.user_mode_only)
+            settings
+                .probe_fault_mode()
                 .map_err(|e| e.to_string())?
                 .describe(),
         );

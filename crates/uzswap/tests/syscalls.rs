@@ -71,15 +71,24 @@ fn assert_ok(out: &Output, f: &ProcessReport, mode: &str) {
     assert!(f.runtime.evicted_pages > 8192, "{mode}: {f:?}");
 }
 
+/// The system calls of `syscheck` on paged buffers, in every fault mode:
+/// faults served in the faulting thread (the default) and user-mode-only
+/// faults with a handler thread, both under the syscall guard, and the
+/// handler thread with kernel faults handled (root's `--fault-thread`).
 #[test]
 fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    for (mode, extra) in [
-        ("kernel faults", None),
-        ("user mode + guard", Some("--user-mode-only")),
+    for (mode, extra, kernel_faults) in [
+        ("in-thread + guard", &[][..], false),
+        ("kernel faults", &["--fault-thread"][..], root),
+        (
+            "user mode + guard",
+            &["--fault-thread", "--user-mode-only"][..],
+            false,
+        ),
     ] {
-        let dir = workdir(if extra.is_some() { "guard" } else { "kernel" });
+        let dir = workdir(mode.split(' ').next().unwrap_or("mode"));
         let bin = compile_c("syscheck", &dir);
         let out = Command::new(UZSWAP)
             .args(["run", "-q", "--limit", "16M", "--stats-out"])
@@ -90,16 +99,14 @@ fn syscalls_on_paged_memory_with_kernel_faults_handled_and_with_the_guard() {
             .arg(&dir)
             .arg("64")
             // io_uring buffers: covered with kernel faults handled only.
-            .args(extra.is_none().then_some("--io-uring"))
+            .args(kernel_faults.then_some("--io-uring"))
             .output()
             .unwrap();
         let f = stats(&dir);
         assert_ok(&out, &f, mode);
-        if extra.is_some() || !root {
-            assert!(!f.runtime.kernel_faults, "{mode}: {f:?}");
+        assert_eq!(f.runtime.kernel_faults, kernel_faults, "{mode}: {f:?}");
+        if !kernel_faults {
             assert!(f.guard.is_some_and(|g| g.traps > 0), "{mode}: {f:?}");
-        } else {
-            assert!(f.runtime.kernel_faults, "root handles kernel faults: {f:?}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -249,15 +249,14 @@ impl HandleTable {
     }
 }
 
+/// The calling CPU's shard (glibc's `sched_getcpu` reads the kernel's rseq
+/// area: no system call, and no thread-local storage of this library,
+/// which a fault served in a signal handler must not touch).
 #[cfg(not(loom))]
 fn shard_index() -> usize {
-    use std::cell::Cell;
-    use std::sync::atomic::AtomicUsize;
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: Cell<usize> = Cell::new(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    }
-    SHARD.with(Cell::get)
+    // SAFETY: sched_getcpu has no arguments; -1 on error.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(0)
 }
 
 #[cfg(loom)]

@@ -3,7 +3,7 @@
 //!
 //! The wrappers give both back-ends the same infallible API (`lock`, `read`,
 //! `write`, `try_write`); lock poisoning cannot happen in loom models that do
-//! not panic, and parking_lot has none.
+//! not panic, and `common::sync` ignores it.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic;
@@ -12,11 +12,9 @@ pub(crate) use std::sync::atomic;
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
-    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
-    pub(crate) type RwLock<T> = parking_lot::RwLock<T>;
-    pub(crate) type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
-    pub(crate) type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+    // The standard library's locks: no thread-local on any path (see
+    // `common::sync`).
+    pub(crate) use common::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 }
 
 #[cfg(loom)]

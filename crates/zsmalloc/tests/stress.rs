@@ -102,7 +102,7 @@ fn stress_pool_lock_free_with_compaction() {
 /// object's bytes, and emptied zspages a reader holds are released later.
 #[test]
 fn readers_racing_frees_of_the_same_objects() {
-    use parking_lot::Mutex;
+    use common::sync::Mutex;
     use zsmalloc::Error;
 
     let pool = Arc::new(Pool::new(Config::seed001().with_arena_bytes(64 << 20)).unwrap());

@@ -15,7 +15,7 @@
 //! So random access reads about the pages it uses, and a stream grows its
 //! window to the whole cluster within a few faults.
 
-use parking_lot::Mutex;
+use common::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The window's state, shared by every thread that swaps in.

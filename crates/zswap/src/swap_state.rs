@@ -5,10 +5,10 @@
 use crate::stats::{Counters, Stats};
 use crate::zswap::{Reject, Zswap};
 use crate::{Config, Readahead, ZswapError};
+use common::sync::{Mutex, MutexGuard};
 use common::wakeup::Wakeup;
 use common::PAGE_SIZE;
 use foldhash::HashMap;
-use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};

@@ -3,10 +3,10 @@
 
 use crate::stats::Counters;
 use crate::{Config, ZswapError};
+use common::sync::{Mutex, RwLock};
 use common::PAGE_SIZE;
 use compress::{new_compressor, Batch, CompressError, Compressor};
 use foldhash::HashMap;
-use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -533,6 +533,7 @@ impl Settings {
         runtime::probe_userfaultfd(self.user_mode_only, !self.fault_thread)
     }
 
+    /// The runtime configuration these settings describe.
     pub fn runtime_config(&self) -> RuntimeConfig {
         let mut swap = zswap::Config {
             compressor: self.compressor,

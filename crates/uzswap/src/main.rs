@@ -164,6 +164,11 @@ enum Bench {
     /// uzswap and under kernel zswap in a memcg of the same limit and
     /// compressor, interleaved (root).
     Programs(compat::bench::ProgramsArgs),
+    /// Random page access over a buffer 2x and 4x the limit: elapsed, CPU
+    /// and fault latency (p50, p99) under uzswap (pool counted and not,
+    /// faults served in-thread and by the handler thread) beside kernel
+    /// zswap and zram in a memcg of the same limit, interleaved (root)
+    Faults(compat::bench::FaultsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -328,6 +333,16 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("uzswap bench programs: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Bench(Bench::Faults(a))) => {
+            return match compat::bench::faults(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap bench faults: {e}");
                     ExitCode::from(2)
                 }
             }

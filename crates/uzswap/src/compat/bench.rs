@@ -17,7 +17,7 @@
 //! kernel's memcg peak plus its pool's peak where the memcg does not
 //! charge it.
 
-use super::cases::{Case, Ctx, Scale};
+use super::cases::{Case, Ctx, Scale, Sizes};
 use super::proc::{self, Job, Measured, User};
 use super::{human_size, make_dir, readable_by_all, sha256, Work};
 use clap::Args;
@@ -67,24 +67,315 @@ pub struct ProgramsArgs {
     /// Also write every run (not only the medians) as CSV to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The work folder's name part.
+    #[arg(skip = "programs")]
+    pub name: &'static str,
+}
+
+/// `uzswap bench faults`: random page access beside the kernel.
+#[derive(Args, Debug)]
+pub struct FaultsArgs {
+    /// The buffer the program accesses at random pages (its footprint).
+    #[arg(long, value_parser = crate::run::size_arg, default_value = "512M")]
+    pub size: usize,
+    /// Budgets, as how many times the buffer is the limit (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "2,4")]
+    pub times: Vec<u64>,
+    /// Compressor on both sides (the kernel's must be in /proc/crypto).
+    #[arg(long, default_value = "lzo-rle")]
+    pub compressor: String,
+    /// zram's algorithm for the zram run; `none` leaves it out.
+    #[arg(long, default_value = "lzo-rle")]
+    pub zram: String,
+    /// Runs of each system, interleaved; the median one is shown.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Folder to create the work folder in (default: $TMPDIR).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Keep the work folder.
+    #[arg(long)]
+    pub keep: bool,
+    /// Also write every run as CSV to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The uzswap runs of `bench faults`: the pool uncounted (a cgroup v1
+/// memcg's rule, the kernel side's here) and counted (cgroup v2's), and
+/// the handler thread serving faults instead of the faulting thread.
+const FAULT_VARIANTS: [Variant; 3] = [
+    Variant {
+        label: "uzswap, pool uncounted",
+        slug: "uzswap-uncounted",
+        flags: &[],
+        pool: PoolRule::Uncounted,
+    },
+    Variant {
+        label: "uzswap, pool counted",
+        slug: "uzswap-counted",
+        flags: &[],
+        pool: PoolRule::Counted,
+    },
+    Variant {
+        label: "uzswap --fault-thread, pool uncounted",
+        slug: "uzswap-thread",
+        flags: &["--fault-thread"],
+        pool: PoolRule::Uncounted,
+    },
+];
+
+/// `uzswap bench faults`: the `randpage` program (random reads and writes
+/// of single words over a buffer) plain, under uzswap (pool uncounted and
+/// counted, faults served in-thread and by the handler thread) and under
+/// the kernel's zswap and zram in a memcg of the same limit, at each
+/// budget, interleaved. Elapsed and CPU from outside; fault latency
+/// percentiles as the program measures them.
+pub fn faults(a: &FaultsArgs) -> Result<bool, String> {
+    if !proc::is_root() {
+        return Err("bench faults needs root: the kernel side makes a memcg, turns swap on and sets zswap's parameters".into());
+    }
+    if a.reps == 0 || a.times.iter().any(|&t| t < 1) {
+        return Err("--reps and every --times must be at least 1".into());
+    }
+    let case = super::select_cases(&["randpage".to_string()])?[0];
+    let programs = ProgramsArgs {
+        only: vec![],
+        compressor: a.compressor.clone(),
+        zram: (a.zram != "none").then(|| a.zram.clone()),
+        no_equal_memory: true,
+        reps: a.reps,
+        full: true,
+        uzswap_flag: vec![],
+        work_dir: a.work_dir.clone(),
+        keep: a.keep,
+        out: None,
+        name: "faults",
+    };
+    let mut systems = vec![System::Plain];
+    systems.extend(FAULT_VARIANTS.iter().cloned().map(System::Uzswap));
+    systems.push(System::KernelZswap);
+    if let Some(z) = &programs.zram {
+        systems.push(System::KernelZram(z.clone()));
+    }
+    let work = create_work(&programs)?;
+    let me = User::Invoker(proc::invoker_name());
+    let tools = super::locate_tools(&work, std::slice::from_ref(&me))?;
+    proc::end_commands_on_interrupt();
+    println!(
+        "uzswap bench faults: random page access over {}, limits of 1/{} of it; {} runs each of {}; compressor {}",
+        human_size(a.size as u64),
+        a.times.iter().map(u64::to_string).collect::<Vec<_>>().join(", 1/"),
+        a.reps,
+        systems.iter().map(System::label).collect::<Vec<_>>().join(", "),
+        a.compressor,
+    );
+    println!("{}", uzswap_bench::kernel::limit_rule());
+    let progress = Progress::new(
+        "bench faults",
+        (a.times.len() * systems.len() * a.reps) as u64,
+    );
+    let bench = Bench {
+        args: &programs,
+        scale: Scale::Full,
+        systems: &systems,
+        work: &work,
+        user: &me,
+        uzswap: &tools.uzswap,
+        progress: &progress,
+    };
+    let mut results = Vec::new();
+    let mut csv_rows = Vec::new();
+    for &t in &a.times {
+        let sizes = Sizes {
+            size: a.size as u64,
+            limit: (a.size as u64 / t).next_multiple_of(4096),
+        };
+        let (result, samples) = bench.program(case, Some(sizes));
+        csv_rows.extend(samples);
+        results.push(result);
+        if proc::interrupted() {
+            break;
+        }
+    }
+    progress.finish();
+    println!("{}", faults_table(&results));
+    draw_faults(&results);
+    if let Some(path) = &a.out {
+        std::fs::write(path, csv(&csv_rows))
+            .map_err(|e| format!("--out {}: {e}", path.display()))?;
+    }
+    if work.keep {
+        println!("work folder kept: {}", work.root.display());
+    }
+    work.remove_unless_kept();
+    if proc::interrupted() {
+        return Err("interrupted".into());
+    }
+    Ok(results
+        .iter()
+        .flat_map(|r| &r.cells)
+        .all(|c| c.failed == 0 || !c.system.is_uzswap()))
+}
+
+/// `bench faults`' table: per budget and system, the medians, and the
+/// costs per page against the plain run.
+fn faults_table(results: &[ProgramResult]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "limit",
+        "system",
+        "elapsed\n(median)",
+        "CPU\nuser+sys",
+        "elapsed vs\nkernel zswap",
+        "CPU vs\nkernel zswap",
+        "swap-ins\n(pages)",
+        "fault latency\np50 / p99, µs",
+        "CPU over plain\nper page in+out, µs",
+        "peak memory",
+        "runs ok",
+    ]);
+    for r in results {
+        if let Some(why) = &r.skipped {
+            t.add_row(vec![Cell::new(human_size(r.limit)), Cell::new(why)]);
+            continue;
+        }
+        let get = |f: &dyn Fn(&System) -> bool| {
+            r.cells
+                .iter()
+                .find(|c| f(&c.system))
+                .and_then(|c| c.median.as_ref())
+        };
+        let plain = get(&|s| *s == System::Plain);
+        let kernel = get(&|s| *s == System::KernelZswap);
+        for c in &r.cells {
+            let mut row = vec![
+                Cell::new(if c.system == System::Plain {
+                    "-".to_string()
+                } else {
+                    human_size(r.limit)
+                }),
+                Cell::new(c.system.label()),
+            ];
+            match &c.median {
+                Some(s) => {
+                    let (e, cpu) = (secs(s.measured.elapsed), secs(s.measured.cpu));
+                    let pages = s.swapped_in + s.swapped_out;
+                    let per_page = match plain {
+                        Some(p) if pages > 0 => {
+                            format!("{:.1}", (cpu - secs(p.measured.cpu)) * 1e6 / pages as f64)
+                        }
+                        _ => "-".into(),
+                    };
+                    row.extend([
+                        Cell::new(format!("{e:.2}s")),
+                        Cell::new(format!("{cpu:.2}s")),
+                        Cell::new(ratio(Some(e), kernel.map(|k| secs(k.measured.elapsed)))),
+                        Cell::new(ratio(Some(cpu), kernel.map(|k| secs(k.measured.cpu)))),
+                        Cell::new(s.swapped_in.to_string()),
+                        Cell::new(match s.latency {
+                            Some(l) if c.system != System::Plain => {
+                                format!("{:.1} / {:.1}", l.p50_us, l.p99_us)
+                            }
+                            _ => "-".into(),
+                        }),
+                        Cell::new(per_page),
+                        Cell::new(human_size(s.peak_memory)),
+                    ]);
+                }
+                None => row.extend((0..8).map(|_| Cell::new("-"))),
+            }
+            let ok = format!("{}/{}", c.runs - c.failed, c.runs);
+            row.push(Cell::new(match &c.first_problem {
+                Some(p) => format!("{ok}: {p}"),
+                None => ok,
+            }));
+            t.add_row(row);
+        }
+    }
+    t
+}
+
+fn draw_faults(results: &[ProgramResult]) {
+    let bars: Vec<Bar> = results
+        .iter()
+        .flat_map(|r| {
+            r.cells.iter().filter_map(move |c| {
+                Some(Bar {
+                    label: format!("{} {}", human_size(r.limit), c.system.slug()),
+                    value: secs(c.median.as_ref()?.measured.elapsed),
+                    group: c.system.label(),
+                })
+            })
+        })
+        .collect();
+    crate::chart_at(
+        crate::plot_path("faults.png"),
+        "random page access: uzswap and the kernel at the same limit",
+        "whole-job elapsed time, s (median; lower is better)",
+        &bars,
+    );
 }
 
 /// Where a program runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum System {
     Plain,
-    Uzswap,
+    Uzswap(Variant),
     KernelZswap,
     /// Kernel zswap in a memcg as large as the same rep's uzswap peak RSS.
     KernelZswapEqualMemory,
     KernelZram(String),
 }
 
+/// How `uzswap run` is run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Variant {
+    label: &'static str,
+    slug: &'static str,
+    /// Flags besides the limit, the compressor and the case's own.
+    flags: &'static [&'static str],
+    pool: PoolRule,
+}
+
+/// Whether the uzswap run's limit counts its pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PoolRule {
+    /// As the kernel side's memcg does (not on cgroup v1).
+    AsTheMemcg,
+    Counted,
+    Uncounted,
+}
+
+impl Variant {
+    /// `uzswap run` as a user runs it (the pool counted as the memcg
+    /// counts zswap's).
+    const DEFAULT: Variant = Variant {
+        label: "uzswap",
+        slug: "uzswap",
+        flags: &[],
+        pool: PoolRule::AsTheMemcg,
+    };
+
+    fn uncharged(self) -> bool {
+        match self.pool {
+            PoolRule::AsTheMemcg => uzswap_bench::kernel::memcg_v1(),
+            PoolRule::Counted => false,
+            PoolRule::Uncounted => true,
+        }
+    }
+}
+
 impl System {
+    fn is_uzswap(&self) -> bool {
+        matches!(self, System::Uzswap(_))
+    }
+
     fn label(&self) -> String {
         match self {
             System::Plain => "plain (no limit)".into(),
-            System::Uzswap => "uzswap".into(),
+            System::Uzswap(v) => v.label.into(),
             System::KernelZswap => "kernel zswap".into(),
             System::KernelZswapEqualMemory => "kernel zswap, memcg = uzswap's peak RSS".into(),
             System::KernelZram(a) => format!("kernel zram {a}"),
@@ -95,7 +386,7 @@ impl System {
     fn slug(&self) -> &'static str {
         match self {
             System::Plain => "plain",
-            System::Uzswap => "uzswap",
+            System::Uzswap(v) => v.slug,
             System::KernelZswap => "zswap",
             System::KernelZswapEqualMemory => "zswap-eqmem",
             System::KernelZram(_) => "zram",
@@ -119,6 +410,36 @@ struct Sample {
     peak_memory: u64,
     /// What went wrong (exit status, output differs), if anything.
     problem: Option<String>,
+    /// The program's own fault-latency line, if it prints one
+    /// (`randpage: faults N p50_us X p99_us Y` on stderr).
+    latency: Option<Latency>,
+}
+
+/// Page-fault latency as the program measured it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Latency {
+    faults: u64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+impl Latency {
+    /// The last `randpage: faults N p50_us X p99_us Y` line of `stderr`.
+    fn parse(stderr: &str) -> Option<Latency> {
+        let line = stderr
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("randpage: faults "))?;
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["randpage:", "faults", n, "p50_us", p50, "p99_us", p99] => Some(Latency {
+                faults: n.parse().ok()?,
+                p50_us: p50.parse().ok()?,
+                p99_us: p99.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A program's result on one system: the median run.
@@ -153,7 +474,11 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     }
     let cases = super::select_cases(&a.only)?;
     let scale = if a.full { Scale::Full } else { Scale::Quick };
-    let mut systems = vec![System::Plain, System::Uzswap, System::KernelZswap];
+    let mut systems = vec![
+        System::Plain,
+        System::Uzswap(Variant::DEFAULT),
+        System::KernelZswap,
+    ];
     if !a.no_equal_memory {
         systems.push(System::KernelZswapEqualMemory);
     }
@@ -194,7 +519,7 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     let mut results = Vec::new();
     let mut csv_rows = Vec::new();
     for case in &cases {
-        let (result, samples) = bench.program(case);
+        let (result, samples) = bench.program(case, None);
         csv_rows.extend(samples);
         results.push(result);
         if proc::interrupted() {
@@ -218,12 +543,12 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     Ok(results
         .iter()
         .flat_map(|r| &r.cells)
-        .all(|c| c.failed == 0 || c.system != System::Uzswap))
+        .all(|c| c.failed == 0 || !c.system.is_uzswap()))
 }
 
 fn create_work(a: &ProgramsArgs) -> Result<Work, String> {
     let parent = a.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let root = parent.join(format!("uzswap-programs-{}", std::process::id()));
+    let root = parent.join(format!("uzswap-{}-{}", a.name, std::process::id()));
     if root.exists() {
         return Err(format!("{} exists already", root.display()));
     }
@@ -247,9 +572,10 @@ type CsvRow = (&'static str, String, usize, Sample);
 
 impl Bench<'_> {
     /// Makes `case`'s input and runs it on every system `reps` times,
-    /// interleaved.
-    fn program(&self, case: &'static Case) -> (ProgramResult, Vec<CsvRow>) {
-        let limit = case.sizes(self.scale).limit;
+    /// interleaved, at `sizes` (default: the case's at the scale).
+    fn program(&self, case: &'static Case, sizes: Option<Sizes>) -> (ProgramResult, Vec<CsvRow>) {
+        let sizes = sizes.unwrap_or(case.sizes(self.scale));
+        let limit = sizes.limit;
         let mut result = ProgramResult {
             case: case.name,
             limit,
@@ -264,7 +590,7 @@ impl Bench<'_> {
         let input = self.work.inputs(case.name);
         let ctx = Ctx {
             input: &input,
-            size: case.sizes(self.scale).size,
+            size: sizes.size,
         };
         let made = make_dir(&input, 0o755)
             .and_then(|()| (case.setup)(&ctx))
@@ -309,8 +635,9 @@ impl Bench<'_> {
                     swapped_in: 0,
                     peak_memory: 0,
                     problem: Some(e),
+                    latency: None,
                 });
-                if *system == System::Uzswap && sample.problem.is_none() {
+                if *system == System::Uzswap(Variant::DEFAULT) && sample.problem.is_none() {
                     uzswap_peak = Some(sample.peak_memory);
                 }
                 if *system == System::Plain && reference.is_none() && sample.problem.is_none() {
@@ -377,9 +704,10 @@ impl Bench<'_> {
                     swapped_out: 0,
                     swapped_in: 0,
                     problem: None,
+                    latency: None,
                 }
             }
-            System::Uzswap => {
+            System::Uzswap(variant) => {
                 let mut argv = vec![
                     self.uzswap.display().to_string(),
                     "run".into(),
@@ -392,13 +720,14 @@ impl Bench<'_> {
                     "--stats-out".into(),
                     stats.display().to_string(),
                 ];
-                if uzswap_bench::kernel::memcg_v1() {
+                if variant.clone().uncharged() {
                     // The kernel's v1 memcg does not charge its pool.
                     argv.push("--uncharged-pool".into());
                 }
                 // The case's own flags first (`--small-objects` for the
                 // `-heap` cases), as `uzswap compat` runs it.
                 argv.extend(case.flags.iter().map(|f| f.to_string()));
+                argv.extend(variant.flags.iter().map(|f| f.to_string()));
                 argv.extend(self.args.uzswap_flag.iter().cloned());
                 argv.push("--".into());
                 argv.extend_from_slice(command);
@@ -414,6 +743,7 @@ impl Bench<'_> {
                     swapped_out: swap.zswpout + swap.pswpout,
                     swapped_in: swap.zswpin + swap.pswpin,
                     problem: None,
+                    latency: None,
                 }
             }
             System::KernelZswap | System::KernelZswapEqualMemory | System::KernelZram(_) => {
@@ -452,10 +782,13 @@ impl Bench<'_> {
                     swapped_in: counts.zswpin + counts.pswpin,
                     peak_memory: peak,
                     problem: None,
+                    latency: None,
                 }
             }
         };
         sample.problem = problem(case, &sample.measured, dir, reference);
+        sample.latency =
+            Latency::parse(&std::fs::read_to_string(dir.join("stderr")).unwrap_or_default());
         Ok(sample)
     }
 }
@@ -614,7 +947,7 @@ fn print_ratios(results: &[ProgramResult]) {
     println!("uzswap / kernel zswap, same program and compressor (goal: no program above 1.0x):");
     for r in results {
         let cell = |s: System| r.cells.iter().find(|c| c.system == s);
-        let Some(u) = cell(System::Uzswap).and_then(|c| c.median.as_ref()) else {
+        let Some(u) = cell(System::Uzswap(Variant::DEFAULT)).and_then(|c| c.median.as_ref()) else {
             continue;
         };
         let against = |k: Option<&SystemResult>| match k.map(|c| c.median.as_ref()) {
@@ -701,13 +1034,14 @@ mod tests {
             swapped_in: 0,
             peak_memory: 0,
             problem: problem.map(String::from),
+            latency: None,
         }
     }
 
     #[test]
     fn the_median_is_of_the_runs_that_went_right() {
         let c = system_result(
-            System::Uzswap,
+            System::Uzswap(Variant::DEFAULT),
             vec![
                 sample(300, None),
                 sample(100, Some("exit 1")),

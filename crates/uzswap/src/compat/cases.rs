@@ -166,6 +166,7 @@ const COMPAT_JAVA: &str = include_str!("../../compat/Compat.java");
 const SQLITE_SQL: &str = include_str!("../../compat/sqlite.sql");
 const REDIS_SH: &str = include_str!("../../compat/redis.sh");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
+const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
 
 /// Seed of every generated input (change it and the inputs change).
 const SEED: u64 = 0x757A_7377_6170; // "uzswap"
@@ -504,6 +505,25 @@ pub const CASES: &[Case] = &[
         command: |ctx| {
             let workers = if ctx.size >= 512 * MIB { 4 } else { 2 };
             vec![ctx.path("usemem"), workers.to_string(), ctx.size.to_string()]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "randpage",
+        about: "random reads and writes of single words over one buffer, 8 per page, each fault's latency timed",
+        unit: "bytes",
+        needs: &[Need::Program(CC)],
+        quick: Sizes { size: 64 * MIB, limit: 16 * MIB },
+        full: Sizes { size: 512 * MIB, limit: 128 * MIB },
+        setup: |ctx| {
+            ctx.put("randpage.c", RANDPAGE_C)?;
+            tool(&[CC, "-O2", "-o", &ctx.path("randpage"), &ctx.path("randpage.c")])
+        },
+        command: |ctx| {
+            let accesses = ctx.size / 4096 * 8;
+            vec![ctx.path("randpage"), ctx.size.to_string(), accesses.to_string()]
         },
         outputs: &[],
         check_plain_twice: false,

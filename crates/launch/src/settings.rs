@@ -48,6 +48,7 @@ pub mod env {
     /// kernel faults could be handled.
     pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
     pub const FAULT_THREAD: &str = "UZSWAP_FAULT_THREAD";
+    pub const DIRECT_RECLAIM: &str = "UZSWAP_DIRECT_RECLAIM";
     /// Tests of the fatal path: `fault-panic`, `reclaim-panic` or
     /// `runtime-fault`.
     pub const INJECT_FAILURE: &str = "UZSWAP_INJECT_FAILURE";
@@ -84,7 +85,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 23] = [
+    pub const VARS: [Var; 24] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -107,6 +108,7 @@ pub mod env {
         flag(SHARED_LIMIT_FILE, "--per-process-limit"),
         flag(USER_MODE_ONLY, "--user-mode-only"),
         flag(FAULT_THREAD, "--fault-thread"),
+        flag(DIRECT_RECLAIM, "--direct-reclaim"),
         other(INJECT_FAILURE, "tests of the fatal path only"),
         other(STATS_DIR, "`uzswap run`, for each run"),
         other(RUN_DIR, "the user (default /tmp/uzswap-UID)"),
@@ -181,6 +183,8 @@ pub struct Settings {
     /// Serve faults in a handler thread (the faulting thread sleeps until
     /// it is served) instead of in the faulting thread's SIGBUS handler.
     pub fault_thread: bool,
+    /// A fault served in-thread over the limit evicts in that thread.
+    pub direct_reclaim: bool,
     /// Tests of the fatal path only.
     pub inject_failure: Option<InjectFailure>,
 }
@@ -208,6 +212,7 @@ impl Default for Settings {
             shared_limit_file: None,
             user_mode_only: false,
             fault_thread: false,
+            direct_reclaim: false,
             inject_failure: None,
         }
     }
@@ -381,6 +386,10 @@ impl Settings {
             s.user_mode_only =
                 parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::DIRECT_RECLAIM) {
+            s.direct_reclaim =
+                parse_bool(&v).ok_or_else(|| bad(env::DIRECT_RECLAIM, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::FAULT_THREAD) {
             s.fault_thread = parse_bool(&v).ok_or_else(|| bad(env::FAULT_THREAD, &v, "1 or 0"))?;
         }
@@ -490,6 +499,9 @@ impl Settings {
         if self.fault_thread {
             vars.push((env::FAULT_THREAD, "1".into()));
         }
+        if self.direct_reclaim {
+            vars.push((env::DIRECT_RECLAIM, "1".into()));
+        }
         if let Some(p) = self.inject_failure {
             let v = match p {
                 InjectFailure::FaultHandlerPanic => "fault-panic",
@@ -566,6 +578,7 @@ impl Settings {
             shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
             serve_faults_in_thread: !self.fault_thread,
+            direct_reclaim: self.direct_reclaim,
             inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
@@ -703,6 +716,7 @@ mod tests {
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
             fault_thread: true,
+            direct_reclaim: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
@@ -771,6 +785,7 @@ mod tests {
             shared_limit_file: Some("/x".into()),
             user_mode_only: true,
             fault_thread: true,
+            direct_reclaim: true,
             inject_failure: Some(InjectFailure::FaultHandlerPanic),
             ..Settings::default()
         };

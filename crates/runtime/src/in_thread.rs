@@ -271,6 +271,7 @@ impl Inner {
             let mut op = MissingFault::new(page, write, by_runtime).served_in_thread();
             self.drive(|cx| op.step(cx));
             if !by_runtime {
+                self.reclaim_in_thread();
                 self.throttle_in_thread();
             }
         }

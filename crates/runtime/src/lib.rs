@@ -2,7 +2,10 @@
 //!
 //! A [`Runtime`] hands out [`Region`]s: anonymous memory carved from one
 //! virtual-address arena ([`arena`]) and registered with a userfaultfd in
-//! missing and write-protect modes. Each region page lives either in memory
+//! missing and write-protect modes. Its faults are served by the faulting
+//! thread itself, in its SIGBUS handler (`UFFD_FEATURE_SIGBUS`,
+//! [`in_thread`]), or by a handler thread (`fault.rs`), as
+//! [`RuntimeConfig::serve_faults_in_thread`] says. Each region page lives either in memory
 //! or in the [`zswap::Swap`] store. A resident limit (memcg `memory.high`'s
 //! role) makes a reclaim thread evict the oldest pages, kswapd-style. A
 //! fault that finds residency past the limit plus
@@ -79,7 +82,15 @@
 //!    inside a system call would wait for itself.
 //! 2. The fault handler never evicts and never waits for the reclaimer: a
 //!    throttled fault's thread sleeps, not the handler, which stays free to
-//!    serve every other fault.
+//!    serve every other fault. A fault served in the faulting thread
+//!    ([`in_thread`]) throttles that thread alone, after its page is
+//!    mapped.
+//! 4. A fault served in the faulting thread holds no lock across the
+//!    program's access and touches no thread-local storage of a shared
+//!    library on its way (see [`in_thread`]): the state lock, the store's
+//!    locks (`common::sync`) and glibc's allocator are never held by a
+//!    thread while it touches region memory, so the interrupted thread can
+//!    hold none of them.
 //! 3. Every system call the runtime makes on region memory goes to the
 //!    kernel directly ([`sys`]), never through the symbols the LD_PRELOAD
 //!    library interposes, and its result is checked: a kernel call of the

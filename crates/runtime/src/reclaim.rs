@@ -170,6 +170,34 @@ impl Inner {
         charged > self.ceiling()
     }
 
+    /// After a fault served in the faulting thread, over the limit: that
+    /// thread evicts one batch itself (the kernel's direct reclaim, as a
+    /// memcg over `memory.high` reclaims in the charging task). Its
+    /// write-protects and unmaps then flush the TLB of this CPU alone in a
+    /// single-threaded program, where the reclaim thread's interrupt the
+    /// program's CPU for every run (a random-access run is one page: 64
+    /// inter-processor interrupts a batch, a quarter of all the CPU time
+    /// of random access on a 2-vCPU VM). No aging here: passes stay the
+    /// reclaim thread's.
+    pub(crate) fn reclaim_in_thread(&self) {
+        if !self.cfg.direct_reclaim || self.charged() <= self.limit_pages {
+            return;
+        }
+        // Down to the low watermark, as the reclaim thread would go: the
+        // faults that follow then find the charge under the limit.
+        self.as_runtime_thread(|| {
+            while self.charged() > self.low_watermark() {
+                let mut op = Evict::new(self.cfg.reclaim_batch);
+                if self.drive(|cx| op.step(cx)) == 0 {
+                    // Nothing this thread could evict: the reclaim thread's
+                    // turn (it writes the pool back).
+                    self.env.live().reclaim_wake.kick();
+                    break;
+                }
+            }
+        });
+    }
+
     /// After a fault served in the faulting thread: past the ceiling, the
     /// thread waits here (its page mapped) until reclaim has caught up, can
     /// do no more, or the runtime stops — what [`Inner::release_throttled`]

@@ -60,6 +60,13 @@ pub struct RuntimeConfig {
     /// Kernel accesses then need the syscall guard, as in user-mode-only
     /// mode.
     pub serve_faults_in_thread: bool,
+    /// With faults served in-thread: a fault that finds the charge over
+    /// the limit evicts down to the low watermark in the faulting thread
+    /// (direct reclaim) before the reclaim thread is asked. Less CPU (no
+    /// inter-processor TLB flushes in a single-threaded program), more
+    /// elapsed time (eviction no longer overlaps the program): off by
+    /// default.
+    pub direct_reclaim: bool,
     /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
     pub inject_failure: Option<InjectFailure>,
@@ -93,6 +100,7 @@ impl Default for RuntimeConfig {
             shared_limit_file: None,
             user_mode_only: false,
             serve_faults_in_thread: false,
+            direct_reclaim: false,
             inject_failure: None,
         }
     }

@@ -105,6 +105,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "redis",          root: Works,                 unprivileged: Works },
     Expectation { case: "redis-heap",     root: Works,                 unprivileged: Works },
     Expectation { case: "usemem",         root: Works,                 unprivileged: Works },
+    Expectation { case: "randpage",       root: Works,                 unprivileged: Works },
 ];
 
 fn expected(case: &str, user: &User) -> Expected {

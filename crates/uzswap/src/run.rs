@@ -106,15 +106,18 @@ pub struct RuntimeArgs {
     /// for all of them together (as one memcg).
     #[arg(long)]
     pub per_process_limit: bool,
-    /// Handle user-mode faults only, with the syscall guard, even where
-    /// kernel faults could be handled (root): the mode an unprivileged user
-    /// gets.
+    /// With --fault-thread: handle user-mode faults only, with the syscall
+    /// guard, even where kernel faults could be handled (root)
     #[arg(long)]
     pub user_mode_only: bool,
     /// Serve page faults in a handler thread (the faulting thread sleeps
     /// until served, as before) instead of in the faulting thread itself
     #[arg(long)]
     pub fault_thread: bool,
+    /// A fault over the limit evicts in the faulting thread itself, down to
+    /// the low watermark (less CPU, more elapsed time)
+    #[arg(long)]
+    pub direct_reclaim: bool,
 }
 
 impl RuntimeArgs {
@@ -147,6 +150,7 @@ impl RuntimeArgs {
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
             fault_thread: self.fault_thread,
+            direct_reclaim: self.direct_reclaim,
             inject_failure: None,
         };
         s.validate().map_err(|e| {

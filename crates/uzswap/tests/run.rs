@@ -100,6 +100,24 @@ fn c_program_reads_back_every_byte_through_every_allocation_path() {
     assert!(f.total.program.region_allocs >= 10, "{f:?}");
 }
 
+/// The three ways a fault is served: in the faulting thread (the
+/// default), in the faulting thread evicting for itself over the limit
+/// (`--direct-reclaim`), and by the handler thread (`--fault-thread`):
+/// every byte reads back, and the pages went out and came back.
+#[test]
+fn every_fault_service_reads_back_every_byte() {
+    let bin = compile_c("pagecheck", &tempdir("service"));
+    for mode in [&[][..], &["--direct-reclaim"][..], &["--fault-thread"][..]] {
+        let mut args = vec!["--limit", "8M"];
+        args.extend_from_slice(mode);
+        let (out, f) = run(&args, &[bin.to_str().unwrap(), "8", "4"], "service");
+        assert_paged(&out, &f, "pagecheck: ok", 2048);
+        // Faults served in-thread throttle themselves; the peak stays
+        // near the limit either way.
+        assert!(f.total.program.peak_rss_bytes < 64 << 20, "{mode:?} {f:?}");
+    }
+}
+
 /// `realloc` grows a region where it is: a buffer doubled from 128 KiB to
 /// 64 MiB under an 8M limit never moves (nothing else is carved behind
 /// it), so no page is copied or brought back in to move it, and every

@@ -102,9 +102,10 @@ pub struct FaultsArgs {
 }
 
 /// The uzswap runs of `bench faults`: the pool uncounted (a cgroup v1
-/// memcg's rule, the kernel side's here) and counted (cgroup v2's), and
-/// the handler thread serving faults instead of the faulting thread.
-const FAULT_VARIANTS: [Variant; 3] = [
+/// memcg's rule, the kernel side's here) and counted (cgroup v2's),
+/// eviction in the faulting thread (direct reclaim), and the handler
+/// thread serving faults instead of the faulting thread.
+const FAULT_VARIANTS: [Variant; 4] = [
     Variant {
         label: "uzswap, pool uncounted",
         slug: "uzswap-uncounted",
@@ -116,6 +117,12 @@ const FAULT_VARIANTS: [Variant; 3] = [
         slug: "uzswap-counted",
         flags: &[],
         pool: PoolRule::Counted,
+    },
+    Variant {
+        label: "uzswap --direct-reclaim, pool uncounted",
+        slug: "uzswap-direct",
+        flags: &["--direct-reclaim"],
+        pool: PoolRule::Uncounted,
     },
     Variant {
         label: "uzswap --fault-thread, pool uncounted",

@@ -170,6 +170,29 @@ const BUS_ADRERR: i32 = 2;
 /// # Safety
 /// `info` and `ctx` are a SIGBUS handler's own arguments (`SA_SIGINFO`).
 pub unsafe fn serve_signal(info: *const libc::siginfo_t, ctx: *const libc::c_void) -> bool {
+    // The interrupted code's errno comes back whatever the serving's system
+    // calls leave in it (`sort` saw EAGAIN from a fault inside `strcoll`
+    // and took it for a failed comparison). glibc's errno is reached from
+    // the thread pointer, not through the dynamic thread vector.
+    // SAFETY: __errno_location returns this thread's errno, always valid.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    // SAFETY: the caller's guarantee.
+    let served = unsafe { serve_signal_keeping_errno(info, ctx) };
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+    served
+}
+
+/// [`serve_signal`], errno aside.
+///
+/// # Safety
+/// As for [`serve_signal`].
+unsafe fn serve_signal_keeping_errno(
+    info: *const libc::siginfo_t,
+    ctx: *const libc::c_void,
+) -> bool {
     if info.is_null() || ctx.is_null() {
         return false;
     }

@@ -208,7 +208,7 @@ impl Default for Settings {
             encrypt_swap: true,
             track_writes: true,
             folio_swapin: true,
-            unmap_group_pages: 2,
+            unmap_group_pages: 16,
             shared_limit_file: None,
             user_mode_only: false,
             fault_thread: false,

@@ -94,7 +94,7 @@ impl Default for RuntimeConfig {
             reclaim_batch: 64,
             evict_folio_pages: 16,
             folio_swapin: true,
-            unmap_group_pages: 2,
+            unmap_group_pages: 16,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,

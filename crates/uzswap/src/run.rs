@@ -72,7 +72,7 @@ pub struct RuntimeArgs {
     /// group's writers wait for the whole group. 1: one run at a time.
     /// Runs of half a folio or more that lie near one another (a
     /// stream's) stay in one group past this size.
-    #[arg(long, default_value_t = 2, value_name = "PAGES",
+    #[arg(long, default_value_t = 16, value_name = "PAGES",
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub unmap_group: u64,
     /// Count resident pages only against --limit, not the compressed pool

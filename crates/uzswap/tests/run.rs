@@ -569,8 +569,12 @@ fn small_objects_are_paged_once_the_programs_allocator_holds_the_threshold() {
             assert_paged(&out, &f, "smallthreads: ok", 2048);
             let p = &f.total.program;
             assert!(p.small_heap_bytes > 0, "{bin:?} {args:?} {f:?}");
-            // 8M held by the allocator, 8M paged, the program and runtime.
-            assert!(p.peak_rss_bytes < 40 << 20, "{bin:?} {args:?} {f:?}");
+            // 8M held by the allocator, 8M paged, the program and runtime
+            // (peaks of 36-42 MiB with faults served in-thread, 8 threads
+            // each overshooting the throttling ceiling by what it maps
+            // before it throttles itself); far under the 58 MB of the
+            // objects left unpaged.
+            assert!(p.peak_rss_bytes < 48 << 20, "{bin:?} {args:?} {f:?}");
         }
         let (out, f) = run(
             &["--limit", "8M", "--no-small-objects"],

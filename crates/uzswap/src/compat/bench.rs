@@ -293,11 +293,7 @@ fn faults_table(results: &[ProgramResult]) -> Table {
                 }
                 None => row.extend((0..8).map(|_| Cell::new("-"))),
             }
-            let ok = format!("{}/{}", c.runs - c.failed, c.runs);
-            row.push(Cell::new(match &c.first_problem {
-                Some(p) => format!("{ok}: {p}"),
-                None => ok,
-            }));
+            row.push(runs_ok(c));
             t.add_row(row);
         }
     }
@@ -305,23 +301,11 @@ fn faults_table(results: &[ProgramResult]) -> Table {
 }
 
 fn draw_faults(results: &[ProgramResult]) {
-    let bars: Vec<Bar> = results
-        .iter()
-        .flat_map(|r| {
-            r.cells.iter().filter_map(move |c| {
-                Some(Bar {
-                    label: format!("{} {}", human_size(r.limit), c.system.slug()),
-                    value: secs(c.median.as_ref()?.measured.elapsed),
-                    group: c.system.label(),
-                })
-            })
-        })
-        .collect();
-    crate::chart_at(
-        crate::plot_path("faults.png"),
+    draw_elapsed(
+        results,
+        "faults.png",
         "random page access: uzswap and the kernel at the same limit",
-        "whole-job elapsed time, s (median; lower is better)",
-        &bars,
+        |r| human_size(r.limit),
     );
 }
 
@@ -937,15 +921,20 @@ fn table(results: &[ProgramResult]) -> Table {
                 }
                 None => row.extend((0..7).map(|_| Cell::new("-"))),
             }
-            let ok = format!("{}/{}", c.runs - c.failed, c.runs);
-            row.push(Cell::new(match &c.first_problem {
-                Some(p) => format!("{ok}: {p}"),
-                None => ok,
-            }));
+            row.push(runs_ok(c));
             t.add_row(row);
         }
     }
     t
+}
+
+/// The runs of `c` that went right, and the first problem of the others.
+fn runs_ok(c: &SystemResult) -> Cell {
+    let ok = format!("{}/{}", c.runs - c.failed, c.runs);
+    Cell::new(match &c.first_problem {
+        Some(p) => format!("{ok}: {p}"),
+        None => ok,
+    })
 }
 
 /// uzswap over kernel zswap per program (same limit, and same memory),
@@ -980,12 +969,29 @@ fn print_ratios(results: &[ProgramResult]) {
 }
 
 fn draw(results: &[ProgramResult]) {
+    draw_elapsed(
+        results,
+        "programs.png",
+        "real programs: plain, uzswap, kernel",
+        |r| r.case.to_string(),
+    );
+}
+
+/// A bar per program result and system: its median elapsed time, labelled
+/// by `label` of the result and the system.
+fn draw_elapsed(
+    results: &[ProgramResult],
+    file: &str,
+    title: &str,
+    label: impl Fn(&ProgramResult) -> String,
+) {
     let bars: Vec<Bar> = results
         .iter()
         .flat_map(|r| {
+            let name = label(r);
             r.cells.iter().filter_map(move |c| {
                 Some(Bar {
-                    label: format!("{} {}", r.case, c.system.slug()),
+                    label: format!("{name} {}", c.system.slug()),
                     value: secs(c.median.as_ref()?.measured.elapsed),
                     group: c.system.label(),
                 })
@@ -993,8 +999,8 @@ fn draw(results: &[ProgramResult]) {
         })
         .collect();
     crate::chart_at(
-        crate::plot_path("programs.png"),
-        "real programs: plain, uzswap, kernel",
+        crate::plot_path(file),
+        title,
         "whole-job elapsed time, s (median; lower is better)",
         &bars,
     );

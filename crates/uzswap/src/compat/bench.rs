@@ -208,21 +208,11 @@ pub fn faults(a: &FaultsArgs) -> Result<bool, String> {
     progress.finish();
     println!("{}", faults_table(&results));
     draw_faults(&results);
-    if let Some(path) = &a.out {
-        std::fs::write(path, csv(&csv_rows))
-            .map_err(|e| format!("--out {}: {e}", path.display()))?;
-    }
-    if work.keep {
-        println!("work folder kept: {}", work.root.display());
-    }
-    work.remove_unless_kept();
+    let ok = finish(&work, a.out.as_deref(), &csv_rows, &results)?;
     if proc::interrupted() {
         return Err("interrupted".into());
     }
-    Ok(results
-        .iter()
-        .flat_map(|r| &r.cells)
-        .all(|c| c.failed == 0 || !c.system.is_uzswap()))
+    Ok(ok)
 }
 
 /// `bench faults`' table: per budget and system, the medians, and the
@@ -523,8 +513,19 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     println!("{}", table(&results));
     print_ratios(&results);
     draw(&results);
-    if let Some(path) = &a.out {
-        std::fs::write(path, csv(&csv_rows))
+    finish(&work, a.out.as_deref(), &csv_rows, &results)
+}
+
+/// Writes every run as CSV to `out` (if asked), removes the work folder
+/// unless kept; whether every uzswap run went right.
+fn finish(
+    work: &Work,
+    out: Option<&Path>,
+    csv_rows: &[CsvRow],
+    results: &[ProgramResult],
+) -> Result<bool, String> {
+    if let Some(path) = out {
+        std::fs::write(path, csv(csv_rows))
             .map_err(|e| format!("--out {}: {e}", path.display()))?;
     }
     if work.keep {

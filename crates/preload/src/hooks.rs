@@ -538,7 +538,8 @@ fn next_sigmask(slot: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) ->
     }
 }
 
-/// `set` without SIGSYS where the syscall guard is used: a thread blocking
+/// `set` without SIGSYS (and SIGBUS, where faults are served in-thread)
+/// where the syscall guard is used: a thread blocking
 /// SIGSYS when the guard is installed (at the first region) would die at
 /// its first trap, and so would one that blocks it later. The guard's own
 /// filter traps `rt_sigprocmask` only in its `IndirectPolicy` scope, not
@@ -557,12 +558,9 @@ unsafe fn sigsys_kept(
         return set;
     }
     // SAFETY: the caller's guarantee; `copy` is ours.
-    unsafe {
-        *copy = *set;
-        libc::sigdelset(copy, libc::SIGSYS);
-    }
-    // Faults served in-thread need SIGBUS as the guard needs SIGSYS.
-    crate::sigbus::keep_unblocked(copy);
+    unsafe { *copy = *set };
+    // SIGSYS, and SIGBUS where faults are served in-thread.
+    guard::sanitize_sigset(copy);
     copy
 }
 

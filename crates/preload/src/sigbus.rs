@@ -147,14 +147,6 @@ pub unsafe fn kept_out_of_mask(
     copy
 }
 
-/// Takes SIGBUS out of a mask about to be set, where the library owns it.
-pub fn keep_unblocked(set: &mut libc::sigset_t) {
-    if owned() {
-        // SAFETY: a valid set; sigdelset only clears a bit.
-        unsafe { libc::sigdelset(set, libc::SIGBUS) };
-    }
-}
-
 extern "C" fn on_sigbus(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: this handler's own arguments.
     if unsafe { runtime::in_thread::serve_signal(info, ctx) } {

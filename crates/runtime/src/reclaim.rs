@@ -49,7 +49,7 @@ impl Inner {
 
     /// Residency past which faults wait for reclaim: the limit plus a
     /// quarter of it, at most [`THROTTLE_HEADROOM_BYTES`], plus one batch.
-    pub(crate) fn ceiling(&self) -> usize {
+    fn ceiling(&self) -> usize {
         let headroom = throttle_headroom_bytes(self.limit_pages * PAGE) / PAGE;
         self.limit_pages + headroom + self.cfg.reclaim_batch
     }
@@ -171,7 +171,8 @@ impl Inner {
     }
 
     /// After a fault served in the faulting thread, over the limit: that
-    /// thread evicts one batch itself (the kernel's direct reclaim, as a
+    /// thread evicts down to the low watermark itself (the kernel's direct
+    /// reclaim, as a
     /// memcg over `memory.high` reclaims in the charging task). Its
     /// write-protects and unmaps then flush the TLB of this CPU alone in a
     /// single-threaded program, where the reclaim thread's interrupt the
@@ -214,14 +215,19 @@ impl Inner {
             tv_sec: 0,
             tv_nsec: 1_000_000,
         };
-        while self.charged() > self.ceiling()
-            && !self.reclaim_stalled.load(Ordering::Acquire)
-            && !self.stopping()
-        {
+        while self.still_throttled() {
             self.env.live().reclaim_wake.kick();
             // SAFETY: a valid timespec; nanosleep is async-signal-safe.
             unsafe { libc::nanosleep(&nap, std::ptr::null_mut()) };
         }
+    }
+
+    /// A throttled fault still waits: the charge is past the ceiling, and
+    /// reclaim can do more (and the runtime runs).
+    fn still_throttled(&self) -> bool {
+        self.charged() > self.ceiling()
+            && !self.reclaim_stalled.load(Ordering::Acquire)
+            && !self.stopping()
     }
 
     /// Wakes the threads of throttled faults once residency is back under
@@ -230,8 +236,7 @@ impl Inner {
         if pages.is_empty() {
             return;
         }
-        let stalled = self.reclaim_stalled.load(Ordering::Acquire);
-        if self.charged() > self.ceiling() && !stalled && !self.stopping() {
+        if self.still_throttled() {
             self.env.live().reclaim_wake.kick();
             return;
         }

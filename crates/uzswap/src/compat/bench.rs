@@ -339,7 +339,7 @@ impl Variant {
         pool: PoolRule::AsTheMemcg,
     };
 
-    fn uncharged(self) -> bool {
+    fn uncharged(&self) -> bool {
         match self.pool {
             PoolRule::AsTheMemcg => uzswap_bench::kernel::memcg_v1(),
             PoolRule::Counted => false,
@@ -712,7 +712,7 @@ impl Bench<'_> {
                     "--stats-out".into(),
                     stats.display().to_string(),
                 ];
-                if variant.clone().uncharged() {
+                if variant.uncharged() {
                     // The kernel's v1 memcg does not charge its pool.
                     argv.push("--uncharged-pool".into());
                 }

@@ -12,7 +12,8 @@
 //! runs with aging on or off. For each mode it keeps a moving average of
 //! what it costs per page evicted: swap-ins plus write-protect faults,
 //! plus the passes' own work, each page they write-protect counted as
-//! [`1 / PROTECTS_PER_FAULT`](PROTECTS_PER_FAULT) of a fault. It runs the
+//! [`1 / PROTECTS_PER_FAULT`](PROTECTS_PER_FAULT) of a fault and each
+//! write-protect call (a TLB flush) as [`FAULTS_PER_PROTECT_CALL`]. It runs the
 //! cheaper mode, and tries the other one epoch in [`EXPLORE_EVERY`], so
 //! that it notices when the program changes; while those tries confirm
 //! the choice they come half as often, down to one in
@@ -32,6 +33,8 @@ pub(crate) struct Reading {
     pub evicted_pages: u64,
     /// Pages the aging passes write-protected.
     pub pages_protected: u64,
+    /// The write-protect calls they took.
+    pub protect_calls: u64,
 }
 
 /// Fewest evictions an epoch needs to say anything.
@@ -50,6 +53,14 @@ pub(crate) const MAX_EXPLORE_EVERY: u64 = 16;
 /// 0.15 µs (perf of `uzswap-usemem -n 2 --read-back 512M` under 512M:
 /// 0.25 s of `change_pte_range` for 1.75M pages protected).
 pub(crate) const PROTECTS_PER_FAULT: f64 = 64.0;
+/// What one write-protect call costs beyond its pages, in faults: it
+/// flushes the TLB of every CPU running the program, by inter-processor
+/// interrupt. Resident pages scattered by random access make it one call
+/// per page or two: randpage (512 MiB, random, under 256M) took 65k calls
+/// for 131k pages in two passes, and 1.4 s of the reclaim thread's CPU in
+/// their flushes (perf): about 20 µs a call on a 2-vCPU VM, more than a
+/// fault. Counted as one.
+pub(crate) const FAULTS_PER_PROTECT_CALL: f64 = 1.0;
 /// Weight of an epoch's cost in its mode's moving average.
 const WEIGHT: f64 = 0.25;
 
@@ -73,6 +84,8 @@ pub(crate) struct Governor {
     next_explore: u64,
     /// Readings at the start of the epoch under way.
     start: Reading,
+    /// A pass ran in the epoch under way.
+    passed: bool,
 }
 
 impl Governor {
@@ -87,6 +100,7 @@ impl Governor {
             explore_every: EXPLORE_EVERY,
             next_explore: EXPLORE_EVERY,
             start: now,
+            passed: false,
         }
     }
 
@@ -95,14 +109,24 @@ impl Governor {
     pub fn due(&mut self, now: Reading) -> bool {
         let evicted = now.evicted_pages.saturating_sub(self.start.evicted_pages);
         if evicted < MIN_EVICTIONS {
-            return self.aging;
+            // One pass an epoch: a pass taken before reclaim evicted
+            // anything again informs no eviction, and a long pass stalls
+            // the reclaim thread, so few evictions follow (randpage's
+            // epochs of aging ran two passes of 35k calls each).
+            let run = self.aging && !self.passed;
+            self.passed |= run;
+            return run;
         }
         let faults = now.swapin_faults.saturating_sub(self.start.swapin_faults)
             + now.wp_faults.saturating_sub(self.start.wp_faults);
         let protected = now
             .pages_protected
             .saturating_sub(self.start.pages_protected);
-        let cost = (faults as f64 + protected as f64 / PROTECTS_PER_FAULT) / evicted as f64;
+        let calls = now.protect_calls.saturating_sub(self.start.protect_calls);
+        let cost = (faults as f64
+            + protected as f64 / PROTECTS_PER_FAULT
+            + calls as f64 * FAULTS_PER_PROTECT_CALL)
+            / evicted as f64;
         let average = if self.aging {
             &mut self.on_cost
         } else {
@@ -134,6 +158,7 @@ impl Governor {
             self.exploring = Some(on_is_cheaper);
         }
         self.aging = on_is_cheaper != explore;
+        self.passed = self.aging;
         self.aging
     }
 
@@ -155,11 +180,23 @@ mod tests {
     }
 
     /// [`drive`], with `protected` pages write-protected by the passes of
-    /// each epoch that ran aging.
+    /// each epoch that ran aging, in runs of 64 pages.
     fn drive_with_passes(
         g: &mut Governor,
         epochs: usize,
         protected: u64,
+        cost: impl Fn(bool) -> (u64, u64),
+    ) -> usize {
+        drive_with_calls(g, epochs, protected, protected.div_ceil(64), cost)
+    }
+
+    /// [`drive_with_passes`], the passes of an epoch taking `calls`
+    /// write-protect calls.
+    fn drive_with_calls(
+        g: &mut Governor,
+        epochs: usize,
+        protected: u64,
+        calls: u64,
         cost: impl Fn(bool) -> (u64, u64),
     ) -> usize {
         let mut now = g.start;
@@ -169,6 +206,7 @@ mod tests {
             on += usize::from(g.aging());
             if g.aging() {
                 now.pages_protected += protected;
+                now.protect_calls += calls;
             }
             now.evicted_pages += 1000;
             now.swapin_faults += swapins;
@@ -186,6 +224,24 @@ mod tests {
         let on = drive_with_passes(&mut g, 40, 1300, |_| (44, 0));
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
         assert!(g.on_cost > g.off_cost, "{g:?}");
+    }
+
+    #[test]
+    fn aging_turns_off_where_its_calls_cost_more_than_it_saves() {
+        // Random access: aging spares a few written pages (10% fewer
+        // swap-ins), but the resident pages lie scattered, and its passes
+        // take one write-protect call (a TLB flush) per page or two.
+        // Counted by pages alone the passes look cheap and aging would
+        // stay on.
+        let saves = |aging: bool| if aging { (900, 10) } else { (1000, 0) };
+        let mut g = Governor::new(Reading::default());
+        let on = drive_with_calls(&mut g, 40, 1000, 600, saves);
+        assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
+        assert!(g.on_cost > g.off_cost, "{g:?}");
+        // The same passes in long runs: aging pays.
+        let mut g = Governor::new(Reading::default());
+        let on = drive_with_calls(&mut g, 40, 1000, 16, saves);
+        assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
     }
 
     #[test]
@@ -275,9 +331,13 @@ mod tests {
             swapin_faults: 10_000,
             wp_faults: 10_000,
             pages_protected: 10_000,
+            protect_calls: 10_000,
         };
         assert!(g.due(few));
         assert_eq!(g.epochs, 0);
         assert_eq!(g.on_cost, None);
+        // One pass an epoch, however often it is due.
+        assert!(!g.due(few));
+        assert!(!g.aging() || g.passed);
     }
 }

@@ -74,6 +74,10 @@ common::counters! {
     /// Pages the aging passes write-protected: those written or mapped
     /// since the pass before (a page still protected is left as it is).
     pages_protected: u64,
+    /// Write-protect calls the aging passes made for them: one per run of
+    /// neighbouring pages, each flushing the TLB of every CPU running the
+    /// program (scattered residency makes it one per page).
+    protect_calls: u64,
     /// Write-protect faults of tracking, resolved by the handler.
     wp_faults: u64,
     /// Victims spared because they were written since the last pass.
@@ -104,6 +108,7 @@ impl Counters {
             Event::AgingScan => &self.aging_scans,
             Event::PagesWritten => &self.pages_written,
             Event::PagesProtected => &self.pages_protected,
+            Event::ProtectCalls => &self.protect_calls,
             Event::WrittenReprieved => &self.written_reprieved,
             Event::ExternalDiscard => &self.external_discards,
             Event::Unshared => &self.unshared_pages,

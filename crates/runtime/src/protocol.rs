@@ -408,6 +408,8 @@ pub enum Event {
     AgingScan,
     PagesWritten,
     PagesProtected,
+    /// Write-protect calls of the aging passes (one per run of pages).
+    ProtectCalls,
     WrittenReprieved,
     ExternalDiscard,
     Unshared,
@@ -1848,6 +1850,7 @@ impl Age {
                     }
                 }
                 cx.env.count(Event::PagesProtected, protected);
+                cx.env.count(Event::ProtectCalls, ranges.len());
                 r.aging = true;
                 st.begin(base);
                 self.pc = AgePc::Protect(ranges);

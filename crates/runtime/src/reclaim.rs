@@ -279,6 +279,7 @@ impl Inner {
             wp_faults: c.wp_faults.load(Ordering::Relaxed),
             evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
             pages_protected: c.pages_protected.load(Ordering::Relaxed),
+            protect_calls: c.protect_calls.load(Ordering::Relaxed),
         })
     }
 

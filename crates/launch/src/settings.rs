@@ -49,6 +49,7 @@ pub mod env {
     pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
     pub const FAULT_THREAD: &str = "UZSWAP_FAULT_THREAD";
     pub const DIRECT_RECLAIM: &str = "UZSWAP_DIRECT_RECLAIM";
+    pub const FIXED_POOL_SPLIT: &str = "UZSWAP_FIXED_POOL_SPLIT";
     /// Tests of the fatal path: `fault-panic`, `reclaim-panic` or
     /// `runtime-fault`.
     pub const INJECT_FAILURE: &str = "UZSWAP_INJECT_FAILURE";
@@ -85,7 +86,7 @@ pub mod env {
     }
 
     /// Every variable, with its flag.
-    pub const VARS: [Var; 24] = [
+    pub const VARS: [Var; 25] = [
         flag(LIMIT, "--limit"),
         flag(COMPRESSOR, "--compressor"),
         flag(PARALLEL, "--parallel"),
@@ -109,6 +110,7 @@ pub mod env {
         flag(USER_MODE_ONLY, "--user-mode-only"),
         flag(FAULT_THREAD, "--fault-thread"),
         flag(DIRECT_RECLAIM, "--direct-reclaim"),
+        flag(FIXED_POOL_SPLIT, "--fixed-pool-split"),
         other(INJECT_FAILURE, "tests of the fatal path only"),
         other(STATS_DIR, "`uzswap run`, for each run"),
         other(RUN_DIR, "the user (default /tmp/uzswap-UID)"),
@@ -185,6 +187,9 @@ pub struct Settings {
     pub fault_thread: bool,
     /// A fault served in-thread over the limit evicts in that thread.
     pub direct_reclaim: bool,
+    /// The pool's share of a charged limit is its pool limit, not an
+    /// adaptive target under it.
+    pub fixed_pool_split: bool,
     /// Tests of the fatal path only.
     pub inject_failure: Option<InjectFailure>,
 }
@@ -213,6 +218,7 @@ impl Default for Settings {
             user_mode_only: false,
             fault_thread: false,
             direct_reclaim: false,
+            fixed_pool_split: false,
             inject_failure: None,
         }
     }
@@ -390,6 +396,10 @@ impl Settings {
             s.direct_reclaim =
                 parse_bool(&v).ok_or_else(|| bad(env::DIRECT_RECLAIM, &v, "1 or 0"))?;
         }
+        if let Some(v) = get(env::FIXED_POOL_SPLIT) {
+            s.fixed_pool_split =
+                parse_bool(&v).ok_or_else(|| bad(env::FIXED_POOL_SPLIT, &v, "1 or 0"))?;
+        }
         if let Some(v) = get(env::FAULT_THREAD) {
             s.fault_thread = parse_bool(&v).ok_or_else(|| bad(env::FAULT_THREAD, &v, "1 or 0"))?;
         }
@@ -502,6 +512,9 @@ impl Settings {
         if self.direct_reclaim {
             vars.push((env::DIRECT_RECLAIM, "1".into()));
         }
+        if self.fixed_pool_split {
+            vars.push((env::FIXED_POOL_SPLIT, "1".into()));
+        }
         if let Some(p) = self.inject_failure {
             let v = match p {
                 InjectFailure::FaultHandlerPanic => "fault-panic",
@@ -513,17 +526,19 @@ impl Settings {
         vars
     }
 
-    /// The pool limit in force: `--pool-limit` if given, else half the
-    /// limit (the pool is charged to it: half leaves the other half for
-    /// resident pages, and past it the coldest pages are written back), or
-    /// the whole limit without writeback (a full pool could not shrink: the
-    /// limit itself bounds it), and at most `max_pool_percent` of this
-    /// machine's memory (zswap's own bound). An uncharged pool has
-    /// zswap's own bound only. A pool of all of the limit but an eighth
-    /// was tried: random access over twice the limit kept everything in
-    /// memory (no file reads, 0.95x the time), but `sort` under 10M made
-    /// twice the evictions and took 1.1–1.4x the time (its hot set did not
-    /// fit in the eighth left resident): the split must follow refaults.
+    /// The pool limit in force: `--pool-limit` if given; else, for a pool
+    /// charged to the limit, all of the limit but an eighth, the cap of the
+    /// adaptive split under which the pool's share follows refaults
+    /// (`runtime`'s `split.rs`), or half the limit with
+    /// `--fixed-pool-split` (a fixed share: past it the coldest pages are
+    /// written back); the whole limit without writeback (a full pool could
+    /// not shrink: the limit itself bounds it); and at most
+    /// `max_pool_percent` of this machine's memory (zswap's own bound). An
+    /// uncharged pool has zswap's own bound only. A fixed share of all but
+    /// an eighth was tried: random access over twice the limit kept
+    /// everything in memory, but `sort` under 10M made twice the
+    /// evictions and took 1.1–1.4x the time (its hot set did not fit in
+    /// the eighth left resident): hence a share that follows refaults.
     pub fn pool_limit(&self) -> usize {
         self.pool_limit_bytes.unwrap_or_else(|| {
             let of_ram =
@@ -531,10 +546,10 @@ impl Settings {
             if !self.charge_pool {
                 return of_ram.max(PAGE_SIZE);
             }
-            let share = if self.writeback {
-                self.limit_bytes / 2
-            } else {
-                self.limit_bytes
+            let share = match (self.writeback, self.fixed_pool_split) {
+                (false, _) => self.limit_bytes,
+                (true, true) => self.limit_bytes / 2,
+                (true, false) => self.limit_bytes - self.limit_bytes / 8,
             };
             share.min(of_ram).max(PAGE_SIZE)
         })
@@ -579,6 +594,7 @@ impl Settings {
             user_mode_only: self.user_mode_only,
             serve_faults_in_thread: !self.fault_thread,
             direct_reclaim: self.direct_reclaim,
+            adaptive_pool: self.charge_pool && self.writeback && !self.fixed_pool_split,
             inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
@@ -632,12 +648,21 @@ mod tests {
             max_pool_percent: 100,
             ..Settings::default()
         };
-        assert_eq!(s.pool_limit(), (32 << 20).min(ram));
+        // The cap of the adaptive split: all of the limit but an eighth.
+        assert_eq!(s.pool_limit(), (56 << 20).min(ram));
+        assert!(s.runtime_config().adaptive_pool);
+        let fixed = Settings {
+            fixed_pool_split: true,
+            ..s.clone()
+        };
+        assert_eq!(fixed.pool_limit(), (32 << 20).min(ram));
+        assert!(!fixed.runtime_config().adaptive_pool);
         let no_writeback = Settings {
             writeback: false,
             ..s.clone()
         };
         assert_eq!(no_writeback.pool_limit(), (64 << 20).min(ram));
+        assert!(!no_writeback.runtime_config().adaptive_pool);
         let given = Settings {
             pool_limit_bytes: Some(8 << 20),
             ..s.clone()
@@ -708,6 +733,7 @@ mod tests {
             user_mode_only: true,
             fault_thread: true,
             direct_reclaim: true,
+            fixed_pool_split: true,
             inject_failure: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
@@ -777,6 +803,7 @@ mod tests {
             user_mode_only: true,
             fault_thread: true,
             direct_reclaim: true,
+            fixed_pool_split: true,
             inject_failure: Some(InjectFailure::FaultHandlerPanic),
             ..Settings::default()
         };

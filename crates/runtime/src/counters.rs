@@ -10,8 +10,9 @@ common::counters! {
     /// A snapshot of the runtime's counters.
     pub struct RuntimeStats;
     /// Live counters: one per protocol [`Event`], and the runtime's own.
-    /// The seven states (`resident_pages`, `pinned_pages`, `charged_pages`,
-    /// `table_bytes`, `limit_pages`, `write_tracking`, `kernel_faults`) are
+    /// The eight states (`resident_pages`, `pinned_pages`, `charged_pages`,
+    /// `table_bytes`, `limit_pages`, `pool_share_pages`, `write_tracking`,
+    /// `kernel_faults`) are
     /// read from the runtime when a snapshot is taken
     /// ([`crate::Runtime::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
@@ -29,6 +30,9 @@ common::counters! {
     table_bytes: u64,
     /// The limit, in pages (`memory.high`'s role; `--limit`).
     limit_pages: u64,
+    /// Pages of the limit the pool may hold now: the adaptive split's
+    /// target (`split.rs`), else the pool limit.
+    pool_share_pages: u64,
     /// Missing faults served (first touches and swap-ins).
     faults: u64,
     /// First-touch faults (each maps a run of zeroed pages).

@@ -4,8 +4,11 @@
 use crate::counters::Counters;
 use crate::forkcell::ForkCell;
 use crate::pagemap::PagemapScan;
-use crate::protocol::{Env, Event, KernelError, Loaded, Slot, StoreError, StoreId, PAGE};
+use crate::protocol::{
+    Env, Event, KernelError, Loaded, Slot, StoreError, StoreId, SwapinFault, PAGE,
+};
 use crate::shared::SharedLimit;
+use crate::split::{PoolShape, PoolSplit, Tier};
 use crate::swapin::FolioSwapin;
 use crate::sys;
 use crate::uffd::FaultMode;
@@ -62,6 +65,9 @@ pub(crate) struct RealEnv {
     pub counters: Counters,
     /// Which swap-in faults bring their whole folio; `None`: off.
     folio_swapin: Option<FolioSwapin>,
+    /// The pool's share of the limit, fed by swap-ins (`split.rs`);
+    /// `None`: the pool is not charged, or its limit is fixed.
+    pub split: Option<PoolSplit>,
     /// Every call into a store holds it (shared); a fork holds it alone, so
     /// that no thread is inside a store at the instant of the fork.
     pub gate: RwLock<()>,
@@ -97,13 +103,20 @@ fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
 }
 
 impl RealEnv {
-    pub fn new(live: Live, mode: FaultMode, folio_pages: usize, folio_swapin: bool) -> Self {
+    pub fn new(
+        live: Live,
+        mode: FaultMode,
+        folio_pages: usize,
+        folio_swapin: bool,
+        split: Option<PoolSplit>,
+    ) -> Self {
         Self {
             live: ForkCell::new(live),
             mode,
             zeros: vec![0u8; folio_pages.max(1) * PAGE].into_boxed_slice(),
             counters: Counters::default(),
             folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
+            split,
             gate: RwLock::new(()),
             clean_governor: Mutex::new(crate::clean::Governor::new(Default::default())),
             keeping_clean: AtomicBool::new(true),
@@ -438,7 +451,7 @@ impl Env for RealEnv {
         slot: Slot,
         out: &mut Vec<u8>,
         neighbours: &[Slot],
-        at: Option<usize>,
+        fault: Option<SwapinFault>,
         keep_clean: bool,
     ) -> Result<Loaded<Vec<u8>>, StoreError> {
         let _gate = self.gated();
@@ -460,14 +473,15 @@ impl Env for RealEnv {
         let mut got = Vec::new();
         let live = self.live();
         let own = &live.own;
-        let folio = match (&self.folio_swapin, at) {
-            (Some(f), Some(at)) => f.wants_folio(at) && !neighbours.is_empty(),
+        let folio = match (&self.folio_swapin, fault) {
+            (Some(f), Some(fault)) => f.wants_folio(fault.addr) && !neighbours.is_empty(),
             _ => false,
         };
         // A kept slot is evicted again only after `still_protected` says
         // so: without PAGEMAP_SCAN nothing is kept.
         let mut kept = Vec::new();
-        if keep_clean && live.pagemap.is_some() && self.keeps_clean() {
+        let started = std::time::Instant::now();
+        let source = if keep_clean && live.pagemap.is_some() && self.keeps_clean() {
             own.swap_in_keeping_clean(slot, out, neighbours, folio, &mut got, &mut kept)
         } else if folio {
             own.swap_in_folio(slot, out, neighbours, &mut got)
@@ -475,6 +489,24 @@ impl Env for RealEnv {
             own.swap_in_around(slot, out, neighbours, &mut got)
         }
         .map_err(|e| StoreError(e.to_string()))?;
+        if let (Some(split), Some(fault)) = (&self.split, fault) {
+            let tier = match source {
+                zswap::Source::Zswap => Tier::Pool,
+                zswap::Source::Disk | zswap::Source::SwapCache => Tier::File,
+                zswap::Source::Zero => Tier::Other,
+            };
+            let ns = started.elapsed().as_nanos() as u64;
+            split.note_swapin(tier, fault.distance.0, ns, own.charged_pages(), || {
+                let pool = own.zswap();
+                let evicted = self.counters.evicted_pages.load(Ordering::Relaxed);
+                let per_store = evicted as f64 / pool.stores().max(1) as f64;
+                PoolShape {
+                    horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
+                    entries: pool.stored_pages() as u64,
+                    bytes: pool.pool_total_size() as u64,
+                }
+            });
+        }
         if folio {
             self.counters.add(Event::FolioSwapin, 1);
         }

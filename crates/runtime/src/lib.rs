@@ -52,6 +52,10 @@
 //! * `reclaim.rs`: the reclaim thread, throttling, when aging runs.
 //! * `aging.rs`: whether aging (write tracking) pays: epochs with and
 //!   without it, faults per eviction compared, the cheaper one run.
+//! * `split.rs`: the budget split — the pool's share of a charged limit,
+//!   moved by the refault distances of swap-ins from the pool (down) and
+//!   from the swap file (up), weighed by what each costs; the reclaimer
+//!   writes the pool back to it.
 //! * `clean.rs`: whether swap-ins keep clean pages' slots: off where most
 //!   kept pages are written (each write a write-protect fault).
 //! * `region.rs`: the region API ([`Runtime::alloc`], drop,
@@ -122,6 +126,7 @@ mod region;
 pub mod reservation;
 mod runtime;
 mod shared;
+mod split;
 mod swapin;
 mod sys;
 mod uffd;

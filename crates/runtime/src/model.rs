@@ -25,7 +25,7 @@
 
 use crate::protocol::{
     self, Age, Cx, Env, Event, Evict, KernelError, Loaded, MissingFault, PageState, Pin, Release,
-    Slot, State, Step, StoreError, StoreId, Tunables, WpFault, PAGE,
+    Slot, State, Step, StoreError, StoreId, SwapinFault, Tunables, WpFault, PAGE,
 };
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -297,7 +297,7 @@ impl Env for ModelEnv<'_> {
         slot: Slot,
         out: &mut u8,
         neighbours: &[Slot],
-        _at: Option<usize>,
+        _fault: Option<SwapinFault>,
         keep_clean: bool,
     ) -> Result<Loaded<u8>, StoreError> {
         let mut s = self.s.borrow_mut();

@@ -516,8 +516,9 @@ pub trait Env {
     /// copies it (inherited store). `neighbours`: other slots of the same
     /// store the caller also wants (fault-around and folio swap-in); those
     /// the store hands over are returned (and freed likewise), the rest
-    /// stay stored. `at`: the address a fault's page is for (the store's
-    /// locality policy may use it); `None` for a load that is no fault.
+    /// stay stored. `fault`: the swap-in fault the load serves (the
+    /// store's locality policy and the budget split use it); `None` for a
+    /// load that is no fault.
     /// `keep_clean`: a page read from the swap file may keep its slot
     /// (the store says which did, in [`Loaded`]), as the kernel's swap
     /// cache keeps a clean page's.
@@ -527,13 +528,40 @@ pub trait Env {
         slot: Slot,
         out: &mut Self::Buf,
         neighbours: &[Slot],
-        at: Option<usize>,
+        fault: Option<SwapinFault>,
         keep_clean: bool,
     ) -> Result<Loaded<Self::Buf>, StoreError>;
     /// Frees a slot whose page is no longer wanted.
     fn free(&self, store: StoreId, slot: Slot);
 
     fn count(&self, event: Event, n: usize);
+}
+
+/// The swap-in fault a load serves: its page's address, and how many
+/// evictions ago the page left (its refault distance, the workingset's
+/// measure), which the budget split weighs (`split.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct SwapinFault {
+    pub addr: usize,
+    pub distance: RefaultDistance,
+}
+
+/// Evictions between a page's eviction and its refault. A policy input,
+/// not protocol state: any two compare equal (and hash alike), so that the
+/// model's states do not multiply by a number no step decides on.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefaultDistance(pub u64);
+
+impl PartialEq for RefaultDistance {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for RefaultDistance {}
+
+impl Hash for RefaultDistance {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// What [`Env::load`] handed over besides the page asked for.
@@ -704,6 +732,7 @@ enum MissingPc<B> {
         store: StoreId,
         slot: Slot,
         around: Vec<(usize, Slot)>,
+        distance: RefaultDistance,
         tries: u8,
     },
     /// Map what was loaded, one page per step: the fault's own page
@@ -791,6 +820,7 @@ impl<B: Clone + Default> MissingFault<B> {
                 store,
                 slot,
                 around,
+                distance,
                 tries,
             } => {
                 let mut buf = B::default();
@@ -798,8 +828,11 @@ impl<B: Clone + Default> MissingFault<B> {
                 // A read fault's pages may keep their slots on the swap
                 // file (a write fault's page is written at once).
                 let keep = !self.write && store == StoreId::OWN;
-                let at = Some(page_addr(base, idx));
-                match cx.env.load(store, slot, &mut buf, &wanted, at, keep) {
+                let fault = Some(SwapinFault {
+                    addr: page_addr(base, idx),
+                    distance,
+                });
+                match cx.env.load(store, slot, &mut buf, &wanted, fault, keep) {
                     Ok(loaded) => {
                         let got = loaded
                             .around
@@ -836,6 +869,7 @@ impl<B: Clone + Default> MissingFault<B> {
                             store,
                             slot,
                             around,
+                            distance,
                             tries: tries + 1,
                         };
                         Ok(Step::Next)
@@ -984,7 +1018,8 @@ impl<B: Clone + Default> MissingFault<B> {
                 cx.env.count(Event::SwapinFault, 1);
                 let page = &mut region.pages[idx];
                 page.state = PageState::Loading;
-                if evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff <= limit {
+                let distance = evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff;
+                if distance <= limit {
                     page.active = true;
                     cx.env.count(Event::WorkingsetRefault, 1);
                 }
@@ -1009,6 +1044,7 @@ impl<B: Clone + Default> MissingFault<B> {
                     store,
                     slot,
                     around,
+                    distance: RefaultDistance(distance),
                     tries: 0,
                 };
                 Ok(Step::Next)

@@ -1,7 +1,10 @@
 //! Reclaim: the reclaim thread (kswapd's role) evicts the oldest pages
 //! while the process's charge is over the limit. The charge is what a
 //! memcg counts ([`Inner::own_charge`]): resident pages, the swap store's
-//! pool and entries. When nothing resident is left
+//! pool and entries. Where the pool's share of the limit adapts
+//! (`split.rs`), it also writes the pool's coldest pages back while the
+//! pool is over its share, which leaves the room to resident pages
+//! (zswap's shrinker under memcg pressure). When nothing resident is left
 //! to evict and the pool itself is the charge, it writes the pool's
 //! coldest pages back to the swap file; every 100 ms while over, it first
 //! compacts the pool (zsmalloc's shrinker). A fault that finds the charge
@@ -64,6 +67,7 @@ impl Inner {
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
+            while !self.stopping() && self.trim_pool() > 0 {}
             if self.charged() <= self.limit_pages {
                 continue;
             }
@@ -78,6 +82,7 @@ impl Inner {
                 }
                 let mut n = self.evict(self.cfg.reclaim_batch);
                 self.shrink_store();
+                n += self.trim_pool();
                 if n == 0 && self.cfg.charge_pool {
                     // Nothing resident to evict, yet over the limit: the
                     // pool's own pages are the charge. Write its coldest
@@ -96,12 +101,34 @@ impl Inner {
     /// returns how many (0 without writeback, or on an I/O error, which the
     /// store counts).
     fn write_back(&self, n: usize) -> usize {
+        let started = std::time::Instant::now();
         let done = {
             let _gate = self.env.gated();
             self.env.live().own.writeback(n).unwrap_or(0)
         };
+        if let Some(split) = &self.env.split {
+            split.note_writeback(done, started.elapsed().as_nanos() as u64);
+        }
         self.publish_charge();
         done
+    }
+
+    /// Writes back one batch of the pool's coldest pages if the pool's
+    /// charge is over its share of the limit (`split.rs`); returns how
+    /// many.
+    fn trim_pool(&self) -> usize {
+        if !self.pool_over_share() {
+            return 0;
+        }
+        self.write_back(self.cfg.reclaim_batch)
+    }
+
+    /// The pool holds more of the limit than its adaptive share.
+    fn pool_over_share(&self) -> bool {
+        self.env
+            .split
+            .as_ref()
+            .is_some_and(|s| self.env.live().own.charged_pages() > s.target())
     }
 
     /// Tests of the fatal path: fail as configured.
@@ -197,6 +224,10 @@ impl Inner {
                 }
             }
         });
+        if self.pool_over_share() {
+            // Writeback is file I/O: the reclaim thread's.
+            self.env.live().reclaim_wake.kick();
+        }
     }
 
     /// After a fault served in the faulting thread: past the ceiling, the

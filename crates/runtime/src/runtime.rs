@@ -7,6 +7,7 @@ use crate::env::{Live, RealEnv};
 use crate::pagemap::PagemapScan;
 use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
 use crate::shared::SharedLimit;
+use crate::split::{Bounds, PoolSplit};
 use crate::uffd::FaultMode;
 use crate::{fatal, RuntimeError};
 use common::rate_limit::RateLimit;
@@ -67,6 +68,11 @@ pub struct RuntimeConfig {
     /// elapsed time (eviction no longer overlaps the program): off by
     /// default.
     pub direct_reclaim: bool,
+    /// With the pool charged and writeback on: the pool's share of the
+    /// limit follows refaults (`split.rs`), between an eighth of the limit
+    /// and the pool limit, starting at half the limit; `false`: the pool
+    /// limit is its share.
+    pub adaptive_pool: bool,
     /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
     pub inject_failure: Option<InjectFailure>,
@@ -101,6 +107,7 @@ impl Default for RuntimeConfig {
             user_mode_only: false,
             serve_faults_in_thread: false,
             direct_reclaim: false,
+            adaptive_pool: false,
             inject_failure: None,
         }
     }
@@ -355,6 +362,16 @@ pub(crate) fn new_live(
 /// The store settings a runtime uses: the shrinker runs on the reclaimer,
 /// not a thread of the store's own (every thread that touches a store must
 /// be one the runtime can stop at fork).
+/// The adaptive split of `cfg`'s limit, where the pool is charged to it
+/// and can be written back.
+fn pool_split(cfg: &RuntimeConfig) -> Option<PoolSplit> {
+    let adaptive = cfg.adaptive_pool && cfg.charge_pool && cfg.swap.writeback;
+    adaptive.then(|| {
+        let cap = cfg.swap.max_pool_bytes() / PAGE;
+        PoolSplit::new(Bounds::of_limit(cfg.limit_bytes / PAGE, cap))
+    })
+}
+
 pub(crate) fn store_config(cfg: &zswap::Config) -> zswap::Config {
     zswap::Config {
         shrinker_thread: false,
@@ -410,7 +427,13 @@ impl Runtime {
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            env: RealEnv::new(live, mode, cfg.evict_folio_pages, cfg.folio_swapin),
+            env: RealEnv::new(
+                live,
+                mode,
+                cfg.evict_folio_pages,
+                cfg.folio_swapin,
+                pool_split(&cfg),
+            ),
             tun: Tunables {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
@@ -469,6 +492,13 @@ impl Runtime {
             charged_pages: charged as u64,
             table_bytes: table as u64,
             limit_pages: self.inner.limit_pages as u64,
+            pool_share_pages: self
+                .inner
+                .env
+                .split
+                .as_ref()
+                .map_or(self.inner.cfg.swap.max_pool_bytes() / PAGE, |s| s.target())
+                as u64,
             write_tracking: self.inner.tracks_writes(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..self.inner.env.counters.snapshot()

@@ -31,12 +31,13 @@ pub struct RuntimeArgs {
     #[arg(long, default_value = "128K", value_parser = size_arg)]
     pub min_alloc: usize,
     /// zswap pool limit, percent of this machine's memory (the default
-    /// pool limit is half of --limit, and at most this).
+    /// pool limit is all of --limit but an eighth, and at most this).
     #[arg(long, default_value_t = 20)]
     pub max_pool_percent: u32,
     /// zswap pool limit in bytes (memory.zswap.max): 64M, 1G… Replaces
-    /// the default (half of --limit, at most --max-pool-percent of memory).
-    /// The pool counts in --limit either way.
+    /// the default (all of --limit but an eighth, at most
+    /// --max-pool-percent of memory). The pool counts in --limit, its share
+    /// following refaults under this cap.
     #[arg(long, value_parser = size_arg)]
     pub pool_limit: Option<usize>,
     /// Never write pages to the swap file (memory.zswap.writeback=0).
@@ -118,6 +119,10 @@ pub struct RuntimeArgs {
     /// the low watermark (less CPU, more elapsed time)
     #[arg(long)]
     pub direct_reclaim: bool,
+    /// Keep the pool's share of the limit fixed at its pool limit (half the
+    /// limit by default), instead of following refaults
+    #[arg(long)]
+    pub fixed_pool_split: bool,
 }
 
 impl RuntimeArgs {
@@ -151,6 +156,7 @@ impl RuntimeArgs {
             user_mode_only: self.user_mode_only,
             fault_thread: self.fault_thread,
             direct_reclaim: self.direct_reclaim,
+            fixed_pool_split: self.fixed_pool_split,
             inject_failure: None,
         };
         s.validate().map_err(|e| {

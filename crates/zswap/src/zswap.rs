@@ -92,6 +92,9 @@ pub struct Zswap {
     next_generation: AtomicU64,
     /// Entries in the tree (the LRU may hold stale records beside them).
     stored: AtomicUsize,
+    /// Age, in stores, of the entry written back last: pages stored longer
+    /// ago than this are on the swap file (the pool's horizon).
+    writeback_horizon: AtomicU64,
     max_pool_pages: usize,
     accept_pages: usize,
     cfg: Config,
@@ -124,6 +127,7 @@ impl Zswap {
             full: AtomicBool::new(false),
             next_generation: AtomicU64::new(1),
             stored: AtomicUsize::new(0),
+            writeback_horizon: AtomicU64::new(0),
             max_pool_pages,
             accept_pages: max_pool_pages * cfg.accept_threshold_percent as usize / 100,
             cfg: cfg.clone(),
@@ -138,6 +142,18 @@ impl Zswap {
     /// Whether `offset` has an entry (`zswap_present_test`).
     pub fn present(&self, offset: u64) -> bool {
         self.shard(offset).read().contains_key(&offset)
+    }
+
+    /// Age, in pages stored since, of the entry written back last (0
+    /// before any writeback): the pool holds about the pages stored more
+    /// recently than this that have not been loaded.
+    pub fn writeback_horizon(&self) -> u64 {
+        self.writeback_horizon.load(Ordering::Relaxed)
+    }
+
+    /// Pages stored since the start (the clock of `writeback_horizon`).
+    pub fn stores(&self) -> u64 {
+        self.next_generation.load(Ordering::Relaxed) - 1
     }
 
     pub fn stored_pages(&self) -> usize {
@@ -419,6 +435,9 @@ impl Zswap {
         if let Some(e) = entry.filter(|e| e.generation == v.generation) {
             if self.remove_if_same(v.offset, &e) {
                 Counters::add(&self.counters.written_back_pages, 1);
+                let now = self.next_generation.load(Ordering::Relaxed);
+                self.writeback_horizon
+                    .store(now.saturating_sub(v.generation), Ordering::Relaxed);
             }
         }
     }

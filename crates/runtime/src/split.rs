@@ -1,0 +1,421 @@
+//! The budget split: how much of the limit the compressed pool may hold,
+//! and so how much is left for resident pages, when the pool is charged to
+//! the limit (cgroup v2's rule). Resident pages and the pool compete for
+//! the one limit, as the kernel's LRU and zswap's shrinker do: a pool too
+//! small sends pages to the swap file that would have fit in memory
+//! compressed; a pool too large squeezes out the resident pages the
+//! program uses most.
+//!
+//! Each swap-in says which side was short, by its refault distance (the
+//! evictions between the page's eviction and its refault: the kernel's
+//! workingset measure) and where the page came from:
+//!
+//! * **From the pool, evicted less than a window `W` of evictions ago**:
+//!   with `W` more resident pages it would not have faulted. A resident
+//!   "ghost hit", worth a pool refault's cost `c_pool`.
+//! * **From the swap file, evicted less than the pool's horizon (the age
+//!   in stores of the entries it writes back now) plus what `W` pages'
+//!   bytes hold compressed**: with the pool `W` pages' bytes larger it
+//!   would have come from the pool. A pool ghost hit, worth the
+//!   difference `c_file - c_pool` (the read, and the write before it).
+//!
+//! Both windows are the same bytes of the limit, so the marginal value of
+//! moving them one way or the other is the ghost hits on each side times
+//! their worth. As ARC moves its split on ghost hits, each resident ghost
+//! hit moves the pool's target down a page, and each pool ghost hit moves
+//! it up by `(c_file - c_pool) / c_pool` pages: it settles where the two
+//! are equal. The costs are measured (load times by source, writeback
+//! time per page), so a slow disk weighs as it should. The target stays
+//! between an eighth of the limit and the pool's cap (`--pool-limit`, or
+//! all of the limit but an eighth), and starts at half the limit.
+//!
+//! Policy only: the runtime feeds it swap-ins and writebacks, and the
+//! reclaimer writes the pool back to its target. Every field is an atomic
+//! updated with relaxed ordering from faulting threads (in their SIGBUS
+//! handlers: no lock, no allocation); a lost update of a cost average
+//! costs nothing but a sample.
+
+use crate::protocol::PAGE;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What the pool costs per page of the limit besides what a refault from it
+/// costs to load: the fault's own round trip and the eviction (a
+/// compression) that sends the page back. Measured in-thread: a pool
+/// swap-in fault takes 8-10 µs (p50, randpage), its load 2-3 µs.
+pub(crate) const POOL_REFAULT_OVERHEAD_NS: u64 = 6_000;
+
+/// The least a file refault's read is counted at: a 4 KiB read from the
+/// device (46 µs p50 for O_DIRECT random reads on the test VM's virtio
+/// disk). A faster read came from the page cache: memory outside the
+/// limit, which the kernel lets go under pressure. A split that counted
+/// on it would push to the file data that fits in memory compressed.
+pub(crate) const DEVICE_READ_NS: u64 = 45_000;
+
+/// Weight of a new sample in the cost averages (1/16).
+const COST_SHIFT: u32 = 4;
+
+/// Where a swapped-in page came from, as the split sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tier {
+    /// Decompressed from the pool.
+    Pool,
+    /// Read from the swap file (now or by readahead).
+    File,
+    /// Zero-filled, or a store the split does not steer (an ancestor's).
+    Other,
+}
+
+/// The pool's side of a ghost test: its horizon and how densely it holds
+/// pages, read from the store when a file refault needs them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct PoolShape {
+    /// Age of the entries being written back now, in evictions (their age
+    /// in stores, scaled by evictions per store: an eviction of a zero or
+    /// clean page stores nothing).
+    pub horizon: u64,
+    /// Entries in the pool.
+    pub entries: u64,
+    /// Pool bytes.
+    pub bytes: u64,
+}
+
+/// Bounds of the split, in pages of the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub min: usize,
+    pub start: usize,
+    pub max: usize,
+    /// The ghost window `W`, in pages.
+    pub window: u64,
+}
+
+impl Bounds {
+    /// The split of a limit of `limit_pages` with the pool capped at
+    /// `cap_pages`.
+    pub fn of_limit(limit_pages: usize, cap_pages: usize) -> Self {
+        let cap = cap_pages.max(1);
+        Self {
+            min: (limit_pages / 8).clamp(1, cap),
+            start: (limit_pages / 2).clamp(1, cap),
+            max: cap,
+            window: (limit_pages as u64 / 16).max(64),
+        }
+    }
+}
+
+/// The adaptive target of the pool's charge.
+#[derive(Debug)]
+pub(crate) struct PoolSplit {
+    bounds: Bounds,
+    /// Pages of the limit the pool may hold now.
+    target: AtomicUsize,
+    /// Average load time of a page from the pool, ns.
+    pool_load_ns: AtomicU64,
+    /// Average load time of a page from the swap file, ns.
+    file_load_ns: AtomicU64,
+    /// Average writeback time per page, ns.
+    writeback_ns: AtomicU64,
+}
+
+impl PoolSplit {
+    pub fn new(bounds: Bounds) -> Self {
+        Self {
+            bounds,
+            target: AtomicUsize::new(bounds.start),
+            // Until measured: a file refault costs four pool refaults.
+            pool_load_ns: AtomicU64::new(2_000),
+            file_load_ns: AtomicU64::new(12_000),
+            writeback_ns: AtomicU64::new(10_000),
+        }
+    }
+
+    /// Pages of the limit the pool may hold now.
+    pub fn target(&self) -> usize {
+        self.target.load(Ordering::Relaxed)
+    }
+
+    /// A swap-in fault's page came from `tier` after `distance` evictions,
+    /// its load taking `load_ns`; `pool_pages` is the pool's charge now and
+    /// `shape` reads the pool's (for a file refault only).
+    pub fn note_swapin(
+        &self,
+        tier: Tier,
+        distance: u64,
+        load_ns: u64,
+        pool_pages: usize,
+        shape: impl FnOnce() -> PoolShape,
+    ) {
+        match tier {
+            Tier::Pool => {
+                average(&self.pool_load_ns, load_ns);
+                if distance < self.bounds.window {
+                    self.move_down(pool_pages);
+                }
+            }
+            Tier::File => {
+                average(&self.file_load_ns, load_ns);
+                let reach = self.pool_ghost_reach(shape());
+                if distance < reach {
+                    self.move_up(self.pool_ghost_pages());
+                }
+            }
+            Tier::Other => {}
+        }
+    }
+
+    /// `pages` were written back in `ns`.
+    pub fn note_writeback(&self, pages: usize, ns: u64) {
+        if pages > 0 {
+            average(&self.writeback_ns, ns / pages as u64);
+        }
+    }
+
+    /// Refault distance under which a file refault would have come from a
+    /// pool larger by the window's bytes: the horizon, plus the entries
+    /// those bytes hold compressed, stretched as the pool's entries are
+    /// stretched over its horizon (entries leave by refaulting too).
+    fn pool_ghost_reach(&self, shape: PoolShape) -> u64 {
+        if shape.entries == 0 || shape.bytes == 0 {
+            return shape.horizon;
+        }
+        let window_bytes = self.bounds.window as f64 * PAGE as f64;
+        let entries = window_bytes * shape.entries as f64 / shape.bytes as f64;
+        let stretch = (shape.horizon as f64 / shape.entries as f64).max(1.0);
+        shape.horizon + (entries * stretch) as u64
+    }
+
+    /// Pages the target grows by on a pool ghost hit: what a file refault
+    /// costs beyond a pool refault, over what a pool refault costs.
+    fn pool_ghost_pages(&self) -> usize {
+        let pool = self.pool_load_ns.load(Ordering::Relaxed) + POOL_REFAULT_OVERHEAD_NS;
+        let file = self
+            .file_load_ns
+            .load(Ordering::Relaxed)
+            .max(DEVICE_READ_NS)
+            + self.writeback_ns.load(Ordering::Relaxed)
+            + POOL_REFAULT_OVERHEAD_NS;
+        (file.saturating_sub(pool) as f64 / pool as f64)
+            .round()
+            .max(1.0) as usize
+    }
+
+    /// A resident ghost hit: a page less for the pool, counted from its
+    /// charge where that is under the target (a target the pool does not
+    /// fill would otherwise sink unseen, and spring on the program later).
+    fn move_down(&self, pool_pages: usize) {
+        let _ = self
+            .target
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.min(pool_pages).saturating_sub(1).max(self.bounds.min))
+            });
+    }
+
+    fn move_up(&self, pages: usize) {
+        let _ = self
+            .target
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some((t + pages).min(self.bounds.max))
+            });
+    }
+}
+
+/// Moves the average in `avg` a sixteenth of the way to `sample`.
+fn average(avg: &AtomicU64, sample: u64) {
+    let a = avg.load(Ordering::Relaxed);
+    let next = a - (a >> COST_SHIFT) + (sample >> COST_SHIFT);
+    avg.store(next, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: usize = 65_536; // 256 MiB
+
+    fn split() -> PoolSplit {
+        PoolSplit::new(Bounds::of_limit(LIMIT, LIMIT - LIMIT / 8))
+    }
+
+    fn shape(horizon: u64) -> PoolShape {
+        // 40,000 entries at 2.5:1 in the pool.
+        PoolShape {
+            horizon,
+            entries: 40_000,
+            bytes: 40_000 * PAGE as u64 * 2 / 5,
+        }
+    }
+
+    #[test]
+    fn the_split_starts_at_half_and_stays_in_its_bounds() {
+        let s = split();
+        assert_eq!(s.target(), LIMIT / 2);
+        for _ in 0..100_000 {
+            s.note_swapin(Tier::Pool, 0, 2_000, LIMIT, || shape(0));
+        }
+        assert_eq!(s.target(), LIMIT / 8);
+        for _ in 0..100_000 {
+            s.note_swapin(Tier::File, 0, 30_000, LIMIT, || shape(50_000));
+        }
+        assert_eq!(s.target(), LIMIT - LIMIT / 8);
+    }
+
+    #[test]
+    fn only_refaults_within_a_window_move_the_target() {
+        let s = split();
+        let far = Bounds::of_limit(LIMIT, LIMIT).window;
+        // Pool refaults of pages evicted long ago: a larger resident set
+        // of the window's size would not have kept them.
+        for _ in 0..1000 {
+            s.note_swapin(Tier::Pool, far, 2_000, LIMIT, || shape(0));
+        }
+        assert_eq!(s.target(), LIMIT / 2);
+        // File refaults far beyond the horizon: a slightly larger pool
+        // would not have kept them either.
+        for _ in 0..1000 {
+            s.note_swapin(Tier::File, 10_000_000, 30_000, LIMIT, || shape(50_000));
+        }
+        assert_eq!(s.target(), LIMIT / 2);
+        // Zero pages say nothing.
+        s.note_swapin(Tier::Other, 0, 0, LIMIT, || shape(0));
+        assert_eq!(s.target(), LIMIT / 2);
+    }
+
+    #[test]
+    fn a_file_refault_weighs_what_it_costs_beyond_a_pool_refault() {
+        let s = split();
+        for _ in 0..300 {
+            s.note_swapin(Tier::Pool, u64::MAX, 2_000, LIMIT, || shape(0));
+            s.note_swapin(Tier::File, u64::MAX, 62_000, LIMIT, || shape(0));
+            s.note_writeback(10, 100_000);
+        }
+        // pool: 2 + 6 µs; file: 62 + 10 + 6 µs: 70 / 8 = 8.75.
+        let before = s.target();
+        s.note_swapin(Tier::File, 50_000, 62_000, LIMIT, || shape(50_000));
+        let step = s.target() - before;
+        assert!((8..=9).contains(&step), "{step}");
+        // A resident ghost hit: one page down.
+        s.note_swapin(Tier::Pool, 0, 2_000, LIMIT, || shape(0));
+        assert_eq!(s.target(), before + step - 1);
+    }
+
+    #[test]
+    fn a_read_from_the_page_cache_counts_as_one_from_the_device() {
+        let s = split();
+        for _ in 0..300 {
+            s.note_swapin(Tier::Pool, u64::MAX, 2_000, LIMIT, || shape(0));
+            s.note_swapin(Tier::File, u64::MAX, 4_000, LIMIT, || shape(0));
+            s.note_writeback(10, 100_000);
+        }
+        // file: max(4, 45) + 10 + 6 µs against 8: 53 / 8 = 6.6.
+        assert_eq!(s.pool_ghost_pages(), 7);
+    }
+
+    #[test]
+    fn the_target_sinks_from_the_pools_charge_when_the_pool_is_smaller() {
+        let s = split();
+        s.note_swapin(Tier::Pool, 0, 2_000, 10_000, || shape(0));
+        assert_eq!(s.target(), 9_999);
+    }
+
+    #[test]
+    fn the_ghost_reach_stretches_with_the_pools_turnover() {
+        let s = split();
+        let w = Bounds::of_limit(LIMIT, LIMIT).window;
+        // A pool of 40,000 entries at 2.5:1 whose horizon is 80,000 stores
+        // (half its pages left by refaulting): the window's bytes hold
+        // 2.5 W entries, stretched twice.
+        let reach = s.pool_ghost_reach(shape(80_000));
+        assert_eq!(reach, 80_000 + 5 * w);
+        // An empty pool: the horizon alone.
+        let empty = PoolShape {
+            horizon: 7,
+            entries: 0,
+            bytes: 0,
+        };
+        assert_eq!(s.pool_ghost_reach(empty), 7);
+    }
+
+    #[test]
+    fn threads_moving_the_target_at_once_keep_it_in_its_bounds() {
+        // Faulting threads feed the split from their signal handlers at
+        // the same time: no update may take the target out of its bounds,
+        // and equal pushes each way leave it where a lone thread would.
+        let s = std::sync::Arc::new(split());
+        let bounds = Bounds::of_limit(LIMIT, LIMIT - LIMIT / 8);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50_000u64 {
+                        let (tier, load) = if (i + t) % 2 == 0 {
+                            (Tier::Pool, 2_000)
+                        } else {
+                            (Tier::File, 50_000)
+                        };
+                        s.note_swapin(tier, 0, load, LIMIT, || shape(1_000));
+                        s.note_writeback(1, 10_000);
+                        let now = s.target();
+                        assert!((bounds.min..=bounds.max).contains(&now), "{now}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // Four file ghost hits' worth each way weigh more up than down.
+        assert!(s.target() > LIMIT / 2, "{}", s.target());
+    }
+
+    /// Uniform random access over a buffer of `pages`, simulated: the
+    /// split must settle where no page goes to the file if the buffer
+    /// fits compressed, with the resident share the rest.
+    #[test]
+    fn random_access_that_fits_compressed_keeps_off_the_file() {
+        // 512 MiB at 2.5:1 under 256M: all fits with 85M resident.
+        let s = split();
+        let pages = 2 * LIMIT as u64;
+        let ratio = 2.5;
+        let mut rng = 0x2545F4914F6CDD1Du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut file_refaults = 0;
+        for round in 0..400_000u64 {
+            let pool = s.target() as f64;
+            let resident = LIMIT as f64 - pool;
+            let pooled = (pool * ratio).min(pages as f64 - resident);
+            // Where a random page is, in this steady state.
+            let x = (next() % pages) as f64;
+            if x < resident {
+                continue;
+            }
+            // Its refault distance: the faults taken since it left, about
+            // its rank among the non-resident pages.
+            let distance = (x - resident) as u64;
+            let tier = if x < resident + pooled {
+                Tier::Pool
+            } else {
+                Tier::File
+            };
+            if round > 300_000 && tier == Tier::File {
+                file_refaults += 1;
+            }
+            let horizon = pooled as u64;
+            s.note_swapin(tier, distance, 3_000, s.target(), || PoolShape {
+                horizon,
+                entries: pooled as u64,
+                bytes: (pool * PAGE as f64) as u64,
+            });
+        }
+        let pool = s.target();
+        assert!(
+            (LIMIT * 55 / 100..=LIMIT * 80 / 100).contains(&pool),
+            "pool target {pool} of {LIMIT}"
+        );
+        assert!(file_refaults < 10_000, "{file_refaults} file refaults");
+    }
+}

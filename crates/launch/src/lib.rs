@@ -13,6 +13,10 @@
 //! * [`run`]: `uzswap run` — finds the LD_PRELOAD library, checks that
 //!   userfaultfd works for this user, starts the program with the settings
 //!   in its environment and gathers every process's report at its end.
+//! * [`control`]: `--max-slowdown`'s controller, which lowers the run's
+//!   shared limit while the program waits little on uzswap and raises it
+//!   when it waits more (Senpai's loop, on the runtimes' own stall
+//!   counts).
 //! * [`report`]: the per-process report, typed ([`report::ProcessReport`])
 //!   on both sides of its text form: the preloaded program writes it
 //!   (`STATS_DIR/PID.stats` at exit, `RUN_DIR/PID.sock` live), `uzswap run`
@@ -24,6 +28,7 @@
 //! variables (parent → child) and the report files (child → parent). Both
 //! sides are this crate's code, so a name changes in one place.
 
+pub mod control;
 pub mod report;
 pub mod run;
 pub mod rundir;

@@ -28,6 +28,8 @@ pub enum LaunchError {
     Spawn { cmd: String, source: std::io::Error },
     #[error(transparent)]
     RunDir(#[from] crate::rundir::RunDirError),
+    #[error("--max-slowdown: {0}")]
+    Controller(String),
 }
 
 /// Finds the library: `$UZSWAP_PRELOAD`, else next to `exe` (or in its
@@ -72,6 +74,8 @@ pub struct Outcome {
     /// Report files that could not be read, with why (a process killed
     /// while writing leaves none; a broken one is named here).
     pub unreadable: Vec<String>,
+    /// With `--max-slowdown`: the controller's ticks.
+    pub control: Option<Vec<crate::control::Sample>>,
 }
 
 impl Outcome {
@@ -124,6 +128,10 @@ pub struct Launch {
     /// Otherwise they share one, as a memcg's processes do (a file in the
     /// stats folder, [`Settings::shared_limit_file`]).
     pub per_process_limit: bool,
+    /// `--max-slowdown`: the most the run may be slowed (0.05: 5%); a
+    /// controller ([`crate::control`]) then moves the shared limit under
+    /// `settings.limit_bytes`, the ceiling.
+    pub max_slowdown: Option<f64>,
 }
 
 /// User and system CPU time of this process's waited-for children so far.
@@ -162,6 +170,7 @@ impl Launch {
         self.settings.probe_fault_mode()?;
         let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.command(&dir)?;
+        let controller = self.start_controller(&dir)?;
         let (user0, sys0) = children_cpu();
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
@@ -172,8 +181,10 @@ impl Launch {
         let status = child.wait().map_err(|source| LaunchError::Spawn {
             cmd: self.command.join(" "),
             source,
-        })?;
+        });
         let elapsed = start.elapsed();
+        let control = controller.map(crate::control::Running::finish);
+        let status = status?;
         let (user1, sys1) = children_cpu();
         let (processes, unreadable) = read_stats_dir(&dir);
         let _ = std::fs::remove_dir_all(&dir);
@@ -184,7 +195,30 @@ impl Launch {
             sys: sys1.saturating_sub(sys0),
             processes,
             unreadable,
+            control,
         })
+    }
+
+    /// With `--max-slowdown`: starts the controller of the run's shared
+    /// limit (its file in `dir`, as [`Launch::command`] names it).
+    fn start_controller(&self, dir: &Path) -> Result<Option<crate::control::Running>, LaunchError> {
+        let Some(slowdown) = self.max_slowdown else {
+            return Ok(None);
+        };
+        if self.per_process_limit {
+            return Err(LaunchError::Controller(
+                "--max-slowdown moves the limit the run's processes share: not with --per-process-limit".into(),
+            ));
+        }
+        let path = self
+            .settings
+            .shared_limit_file
+            .clone()
+            .unwrap_or_else(|| dir.join("shared-limit"));
+        let controller = crate::control::Controller::new(slowdown, self.settings.limit_bytes);
+        crate::control::Running::start(controller, &path)
+            .map(Some)
+            .map_err(|e| LaunchError::Controller(format!("{}: {e}", path.display())))
     }
 }
 

@@ -28,7 +28,8 @@ common::counters! {
     /// Bytes of the runtime's page-state tables (32 bytes per region page,
     /// touched or not): not counted in the limit.
     table_bytes: u64,
-    /// The limit, in pages (`memory.high`'s role; `--limit`).
+    /// The limit in force, in pages (`memory.high`'s role; `--limit`, or
+    /// lower where `--max-slowdown`'s controller set it lower).
     limit_pages: u64,
     /// Pages of the limit the pool may hold now: the adaptive split's
     /// target (`split.rs`), else the pool limit.
@@ -58,6 +59,12 @@ common::counters! {
     clean_written: u64,
     /// Faults held back until reclaim caught up (`memory.high` throttling).
     throttled_faults: u64,
+    /// Time the program's threads waited on uzswap, ns: swap-in and
+    /// write-protect faults served (in the faulting thread: all of it; by
+    /// the handler thread: its service time), direct reclaim and
+    /// throttling, system calls' buffers swapped in. First touches map
+    /// zeros, as the kernel does for a plain run: not counted.
+    stall_ns: u64,
     /// Swap-ins of pages evicted less than a limit's worth of evictions ago.
     workingset_refault: u64,
     /// Refaulted pages spared by the next reclaim pass.

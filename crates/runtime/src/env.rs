@@ -496,16 +496,27 @@ impl Env for RealEnv {
                 zswap::Source::Zero => Tier::Other,
             };
             let ns = started.elapsed().as_nanos() as u64;
-            split.note_swapin(tier, fault.distance.0, ns, own.charged_pages(), || {
-                let pool = own.zswap();
-                let evicted = self.counters.evicted_pages.load(Ordering::Relaxed);
-                let per_store = evicted as f64 / pool.stores().max(1) as f64;
-                PoolShape {
-                    horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
-                    entries: pool.stored_pages() as u64,
-                    bytes: pool.pool_total_size() as u64,
-                }
-            });
+            let limit = match live.shared.as_ref().and_then(|s| s.controlled_limit()) {
+                Some(c) => c.min(split.ceiling_pages()),
+                None => split.ceiling_pages(),
+            };
+            split.note_swapin(
+                tier,
+                fault.distance.0,
+                ns,
+                limit,
+                own.charged_pages(),
+                || {
+                    let pool = own.zswap();
+                    let evicted = self.counters.evicted_pages.load(Ordering::Relaxed);
+                    let per_store = evicted as f64 / pool.stores().max(1) as f64;
+                    PoolShape {
+                        horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
+                        entries: pool.stored_pages() as u64,
+                        bytes: pool.pool_total_size() as u64,
+                    }
+                },
+            );
         }
         if folio {
             self.counters.add(Event::FolioSwapin, 1);

@@ -64,6 +64,7 @@ impl Inner {
         if self.cfg.inject_failure == Some(InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
+        let started = std::time::Instant::now();
         match event {
             Event::Pagefault {
                 kind,
@@ -76,6 +77,13 @@ impl Inner {
                 match kind {
                     FaultKind::Missing => {
                         let write = rw == ReadWrite::Write;
+                        let first_touch = {
+                            let st = self.lock();
+                            st.locate(addr).is_some_and(|(base, idx)| {
+                                st.regions[&base].pages[idx].state
+                                    == crate::protocol::PageState::Untouched
+                            })
+                        };
                         let mut op = MissingFault::new(addr, write, by_runtime);
                         let throttle = !by_runtime && self.over_ceiling();
                         if throttle {
@@ -86,6 +94,13 @@ impl Inner {
                         if throttle {
                             throttled.push(addr);
                         }
+                        if !by_runtime && !first_touch {
+                            // Service time only: the faulting thread also
+                            // waited for this thread to read the event and
+                            // to wake it. A first touch maps zeros, as the
+                            // kernel would for a plain run: no stall.
+                            self.note_stall(started.elapsed());
+                        }
                     }
                     FaultKind::WriteProtected if by_runtime => fatal::die(&format!(
                         "runtime thread {} wrote to region page {addr:#x} (invariant: runtime threads only read pages they evict)",
@@ -94,6 +109,7 @@ impl Inner {
                     FaultKind::WriteProtected => {
                         let mut op = WpFault::new(addr);
                         self.drive(|cx| op.step(cx));
+                        self.note_stall(started.elapsed());
                     }
                 }
             }

@@ -44,11 +44,12 @@
 //! alternate stack, inside a program handler that runs there): about
 //! 10 KiB.
 
-use crate::protocol::{MissingFault, WpFault, PAGE};
+use crate::protocol::{MissingFault, PageState, WpFault, PAGE};
 use crate::runtime::Inner;
 use crate::uffd::FaultMode;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Most runtimes a process may serve faults in-thread for at once.
 const SLOTS: usize = 16;
@@ -274,13 +275,18 @@ impl Inner {
             return false;
         }
         let page = addr & !(PAGE - 1);
-        if self.lock().locate(page).is_none() {
-            return false;
-        }
+        let first_touch = {
+            let st = self.lock();
+            match st.locate(page) {
+                Some((base, idx)) => st.regions[&base].pages[idx].state == PageState::Untouched,
+                None => return false,
+            }
+        };
         if self.cfg.inject_failure == Some(crate::InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
         let by_runtime = self.is_runtime_thread(crate::sys::gettid());
+        let started = Instant::now();
         if wp {
             if by_runtime {
                 crate::fatal::die(&format!(
@@ -290,12 +296,18 @@ impl Inner {
             }
             let mut op = WpFault::new(page).served_in_thread();
             self.drive(|cx| op.step(cx));
+            self.note_stall(started.elapsed());
         } else {
             let mut op = MissingFault::new(page, write, by_runtime).served_in_thread();
             self.drive(|cx| op.step(cx));
             if !by_runtime {
+                // A first touch maps zeros, as the kernel would for a plain
+                // run: no stall of uzswap's, unless reclaim holds it up.
+                let reclaiming = Instant::now();
                 self.reclaim_in_thread();
                 self.throttle_in_thread();
+                let from = if first_touch { reclaiming } else { started };
+                self.note_stall(from.elapsed());
             }
         }
         true
@@ -331,13 +343,21 @@ impl Inner {
                 && (state.armed
                     || state.shared
                     || matches!(state.state, crate::protocol::PageState::Clean { .. }));
+            // A pinned buffer's swap-ins and write-protect faults stall
+            // its system call; its first touches map zeros, as a plain run's
+            // would.
+            let started = Instant::now();
             if missing {
                 let mut op = MissingFault::new(page, write, false).served_in_thread();
                 self.drive(|cx| op.step(cx));
                 self.throttle_in_thread();
+                if state.state != PageState::Untouched {
+                    self.note_stall(started.elapsed());
+                }
             } else if protected {
                 let mut op = WpFault::new(page).served_in_thread();
                 self.drive(|cx| op.step(cx));
+                self.note_stall(started.elapsed());
             }
         }
     }

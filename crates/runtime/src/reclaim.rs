@@ -46,15 +46,15 @@ impl Inner {
     /// Where reclaim stops once the limit is passed: a margin under it of
     /// 1/32 of the limit, at least one reclaim batch.
     fn low_watermark(&self) -> usize {
-        let margin = (self.limit_pages / 32).max(self.cfg.reclaim_batch);
-        self.limit_pages.saturating_sub(margin)
+        let margin = (self.limit() / 32).max(self.cfg.reclaim_batch);
+        self.limit().saturating_sub(margin)
     }
 
     /// Residency past which faults wait for reclaim: the limit plus a
     /// quarter of it, at most [`THROTTLE_HEADROOM_BYTES`], plus one batch.
     fn ceiling(&self) -> usize {
-        let headroom = throttle_headroom_bytes(self.limit_pages * PAGE) / PAGE;
-        self.limit_pages + headroom + self.cfg.reclaim_batch
+        let headroom = throttle_headroom_bytes(self.limit() * PAGE) / PAGE;
+        self.limit() + headroom + self.cfg.reclaim_batch
     }
 
     pub(crate) fn reclaim_loop(&self) {
@@ -68,7 +68,7 @@ impl Inner {
             self.thaw_generations();
             self.shrink_store();
             while !self.stopping() && self.trim_pool() > 0 {}
-            if self.charged() <= self.limit_pages {
+            if self.charged() <= self.limit() {
                 continue;
             }
             // Over the limit: reclaim to the low watermark, a margin under
@@ -123,12 +123,12 @@ impl Inner {
         self.write_back(self.cfg.reclaim_batch)
     }
 
-    /// The pool holds more of the limit than its adaptive share.
+    /// The pool holds more of the limit in force than its adaptive share.
     fn pool_over_share(&self) -> bool {
         self.env
             .split
             .as_ref()
-            .is_some_and(|s| self.env.live().own.charged_pages() > s.target())
+            .is_some_and(|s| self.env.live().own.charged_pages() > s.target(self.limit()))
     }
 
     /// Tests of the fatal path: fail as configured.
@@ -191,7 +191,7 @@ impl Inner {
     /// itself never waits: it must stay free to serve every other fault.
     pub(crate) fn over_ceiling(&self) -> bool {
         let charged = self.charged();
-        if charged > self.limit_pages {
+        if charged > self.limit() {
             self.env.live().reclaim_wake.kick();
         }
         charged > self.ceiling()
@@ -208,7 +208,7 @@ impl Inner {
     /// of random access on a 2-vCPU VM). No aging here: passes stay the
     /// reclaim thread's.
     pub(crate) fn reclaim_in_thread(&self) {
-        if !self.cfg.direct_reclaim || self.charged() <= self.limit_pages {
+        if !self.cfg.direct_reclaim || self.charged() <= self.limit() {
             return;
         }
         // Down to the low watermark, as the reclaim thread would go: the

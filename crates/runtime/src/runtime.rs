@@ -7,7 +7,7 @@ use crate::env::{Live, RealEnv};
 use crate::pagemap::PagemapScan;
 use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
 use crate::shared::SharedLimit;
-use crate::split::{Bounds, PoolSplit};
+use crate::split::PoolSplit;
 use crate::uffd::FaultMode;
 use crate::{fatal, RuntimeError};
 use common::rate_limit::RateLimit;
@@ -181,6 +181,32 @@ impl Inner {
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         protocol::lock(&self.state)
+    }
+
+    /// The limit in force, in pages: the configured one, or lower where a
+    /// controller of the shared limit set it lower (`--max-slowdown`).
+    pub(crate) fn limit(&self) -> usize {
+        match self
+            .env
+            .live()
+            .shared
+            .as_ref()
+            .and_then(|s| s.controlled_limit())
+        {
+            Some(c) => c.min(self.limit_pages),
+            None => self.limit_pages,
+        }
+    }
+
+    /// Adds `waited` to the time the program's threads waited on uzswap
+    /// (fault service, throttling, pins): the stall a `--max-slowdown`
+    /// controller keeps under its target. Lock-free.
+    pub(crate) fn note_stall(&self, waited: Duration) {
+        let ns = waited.as_nanos() as u64;
+        self.env.counters.stall_ns.fetch_add(ns, Ordering::Relaxed);
+        if let Some(s) = &self.env.live().shared {
+            s.add_stall(ns);
+        }
     }
 
     /// Publishes this process's charge to a shared limit.
@@ -366,10 +392,7 @@ pub(crate) fn new_live(
 /// and can be written back.
 fn pool_split(cfg: &RuntimeConfig) -> Option<PoolSplit> {
     let adaptive = cfg.adaptive_pool && cfg.charge_pool && cfg.swap.writeback;
-    adaptive.then(|| {
-        let cap = cfg.swap.max_pool_bytes() / PAGE;
-        PoolSplit::new(Bounds::of_limit(cfg.limit_bytes / PAGE, cap))
-    })
+    adaptive.then(|| PoolSplit::new(cfg.limit_bytes / PAGE, cfg.swap.max_pool_bytes() / PAGE))
 }
 
 pub(crate) fn store_config(cfg: &zswap::Config) -> zswap::Config {
@@ -491,14 +514,15 @@ impl Runtime {
             pinned_pages: pinned as u64,
             charged_pages: charged as u64,
             table_bytes: table as u64,
-            limit_pages: self.inner.limit_pages as u64,
+            limit_pages: self.inner.limit() as u64,
             pool_share_pages: self
                 .inner
                 .env
                 .split
                 .as_ref()
-                .map_or(self.inner.cfg.swap.max_pool_bytes() / PAGE, |s| s.target())
-                as u64,
+                .map_or(self.inner.cfg.swap.max_pool_bytes() / PAGE, |s| {
+                    s.target(self.inner.limit())
+                }) as u64,
             write_tracking: self.inner.tracks_writes(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..self.inner.env.counters.snapshot()

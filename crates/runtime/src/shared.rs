@@ -1,9 +1,17 @@
 //! A resident limit shared by several processes (`uzswap run` and its
 //! children), as one memcg is: a small file mapped by every runtime of the
-//! run, with one slot per process holding its pid and its resident pages.
-//! Reclaim compares the sum of the live slots with the limit; each process
-//! then evicts from its own pages. A process that dies without clearing
-//! its slot is found by a liveness check (`kill(pid, 0)`) and swept.
+//! run, with one slot per process holding its pid, its charged pages and
+//! the time its threads have waited on uzswap (its stall). Reclaim
+//! compares the sum of the live slots with the limit; each process then
+//! evicts from its own pages. A process that dies without clearing its
+//! slot is found by a liveness check (`kill(pid, 0)`) and swept.
+//!
+//! A header in front of the slots lets a controller that holds no slot
+//! ([`LimitControl`]: `uzswap run --max-slowdown`) lower or raise the
+//! limit of every process of the run at once (`memory.high` written by
+//! Senpai), and read their total charge and stall; the stall of
+//! processes that are gone is kept in the header, so the total only
+//! grows.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -14,49 +22,47 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 pub const SLOTS: usize = 512;
 
 #[repr(C)]
+struct Header {
+    /// The limit in pages a controller set (0: none; each runtime's own
+    /// limit stands).
+    limit_pages: AtomicU64,
+    /// Stall of the processes whose slots were cleared, ns.
+    retired_stall_ns: AtomicU64,
+    _reserved: [AtomicU64; 6],
+}
+
+#[repr(C)]
 struct Slot {
     pid: AtomicU32,
     _pad: u32,
     resident: AtomicU64,
+    /// Time this process's threads waited on uzswap so far, ns.
+    stall_ns: AtomicU64,
 }
 
-const FILE_BYTES: usize = SLOTS * std::mem::size_of::<Slot>();
+const SLOTS_OFFSET: usize = std::mem::size_of::<Header>();
+const FILE_BYTES: usize = SLOTS_OFFSET + SLOTS * std::mem::size_of::<Slot>();
 
 /// Views this process image holds. A forked child inherits its parent's
 /// count (and forgets the parent's view); an exec starts again from 0.
 static VIEWS_IN_THIS_IMAGE: AtomicUsize = AtomicUsize::new(0);
 
-/// This process's view of a shared limit file.
+/// A shared limit file, mapped: its header and slots.
 #[derive(Debug)]
-pub struct SharedLimit {
-    base: *mut Slot,
-    mine: usize,
-    pid: u32,
+struct Mapping {
+    base: *mut u8,
 }
 
 // SAFETY: the mapping is shared memory accessed only through atomics; the
 // pointer stays valid until drop.
-unsafe impl Send for SharedLimit {}
+unsafe impl Send for Mapping {}
 // SAFETY: as above.
-unsafe impl Sync for SharedLimit {}
+unsafe impl Sync for Mapping {}
 
-fn alive(pid: u32) -> bool {
-    // SAFETY: signal 0 checks existence and permission, delivers nothing.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-impl SharedLimit {
+impl Mapping {
     /// Maps `path` (created with mode 0600 and sized if needed; never
-    /// through a symbolic link, and only a regular file of this user's)
-    /// and claims a slot.
-    ///
-    /// A slot holding our own pid is taken over only while this process
-    /// image has no view open: it was claimed by this pid before an exec (a
-    /// forked child that exec'd). Otherwise it is another view of this
-    /// image (two runtimes in one process) and stays its own.
-    pub fn open(path: &Path) -> std::io::Result<Self> {
-        let pid = std::process::id();
+    /// through a symbolic link, and only a regular file of this user's).
+    fn open(path: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let file = OpenOptions::new()
             .read(true)
@@ -93,8 +99,95 @@ impl SharedLimit {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
+        Ok(Self {
+            base: ptr as *mut u8,
+        })
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping starts with the header, is page-aligned and
+        // lives as long as `self`; the header is only accessed through
+        // atomics.
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < SLOTS);
+        // SAFETY: `i < SLOTS` and the mapping holds the header and SLOTS
+        // slots (8-byte aligned after the 64-byte header) for as long as
+        // `self` lives; slots are only accessed through atomics.
+        unsafe { &*(self.base.add(SLOTS_OFFSET) as *const Slot).add(i) }
+    }
+
+    fn live_slots(&self) -> impl Iterator<Item = &Slot> {
+        (0..SLOTS)
+            .map(|i| self.slot(i))
+            .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
+    }
+
+    /// Clears `slot` (held by `owner`), keeping its stall in the header.
+    fn retire(&self, slot: &Slot, owner: u32) {
+        slot.resident.store(0, Ordering::Release);
+        if slot
+            .pid
+            .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            let stall = slot.stall_ns.swap(0, Ordering::AcqRel);
+            self.header()
+                .retired_stall_ns
+                .fetch_add(stall, Ordering::AcqRel);
+        }
+    }
+
+    /// Clears the slots of processes that died without clearing them
+    /// (except slot `keep`).
+    fn sweep(&self, keep: usize) {
+        for i in (0..SLOTS).filter(|&i| i != keep) {
+            let slot = self.slot(i);
+            let owner = slot.pid.load(Ordering::Acquire);
+            if owner != 0 && !alive(owner) {
+                self.retire(slot, owner);
+            }
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping made in `open`; no reference to it
+        // outlives `self`.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, FILE_BYTES) };
+    }
+}
+
+/// This process's view of a shared limit file.
+#[derive(Debug)]
+pub struct SharedLimit {
+    map: Mapping,
+    mine: usize,
+    pid: u32,
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 checks existence and permission, delivers nothing.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl SharedLimit {
+    /// Maps `path` (created with mode 0600 and sized if needed; never
+    /// through a symbolic link, and only a regular file of this user's)
+    /// and claims a slot.
+    ///
+    /// A slot holding our own pid is taken over only while this process
+    /// image has no view open: it was claimed by this pid before an exec (a
+    /// forked child that exec'd). Otherwise it is another view of this
+    /// image (two runtimes in one process) and stays its own.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let pid = std::process::id();
         let mut shared = SharedLimit {
-            base: ptr as *mut Slot,
+            map: Mapping::open(path)?,
             mine: usize::MAX,
             pid,
         };
@@ -111,6 +204,7 @@ impl SharedLimit {
                     .is_ok()
             {
                 slot.resident.store(0, Ordering::Release);
+                slot.stall_ns.store(0, Ordering::Release);
                 shared.mine = i;
                 VIEWS_IN_THIS_IMAGE.fetch_add(1, Ordering::AcqRel);
                 return Ok(shared);
@@ -123,10 +217,7 @@ impl SharedLimit {
     }
 
     fn slot(&self, i: usize) -> &Slot {
-        debug_assert!(i < SLOTS);
-        // SAFETY: `i < SLOTS` and the mapping holds SLOTS slots for as long
-        // as `self` lives; slots are only accessed through atomics.
-        unsafe { &*self.base.add(i) }
+        self.map.slot(i)
     }
 
     /// Records this process's resident pages.
@@ -138,34 +229,37 @@ impl SharedLimit {
 
     /// Resident pages of every process of the limit.
     pub fn total(&self) -> usize {
-        (0..SLOTS)
-            .map(|i| self.slot(i))
-            .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
+        self.map
+            .live_slots()
             .map(|s| s.resident.load(Ordering::Relaxed) as usize)
             .sum()
     }
 
-    /// Clears the slots of processes that died without clearing them.
-    pub fn sweep(&self) {
-        for i in (0..SLOTS).filter(|&i| i != self.mine) {
-            let slot = self.slot(i);
-            let owner = slot.pid.load(Ordering::Acquire);
-            if owner != 0 && !alive(owner) {
-                slot.resident.store(0, Ordering::Release);
-                let _ = slot
-                    .pid
-                    .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed);
-            }
+    /// Adds `ns` to this process's stall. Lock-free: faulting threads call
+    /// it from their signal handlers.
+    pub fn add_stall(&self, ns: u64) {
+        self.slot(self.mine)
+            .stall_ns
+            .fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The limit a controller set, in pages, if any.
+    pub fn controlled_limit(&self) -> Option<usize> {
+        match self.map.header().limit_pages.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n as usize),
         }
     }
 
-    /// Gives the slot up (at exit: this process's pages no longer count).
+    /// Clears the slots of processes that died without clearing them.
+    pub fn sweep(&self) {
+        self.map.sweep(self.mine);
+    }
+
+    /// Gives the slot up (at exit: this process's pages no longer count;
+    /// its stall stays in the run's total).
     pub fn leave(&self) {
-        let slot = self.slot(self.mine);
-        slot.resident.store(0, Ordering::Release);
-        let _ = slot
-            .pid
-            .compare_exchange(self.pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+        self.map.retire(self.slot(self.mine), self.pid);
     }
 }
 
@@ -173,9 +267,51 @@ impl Drop for SharedLimit {
     fn drop(&mut self) {
         self.leave();
         VIEWS_IN_THIS_IMAGE.fetch_sub(1, Ordering::AcqRel);
-        // SAFETY: unmapping the mapping made in `open`; no reference to it
-        // outlives `self`.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, FILE_BYTES) };
+    }
+}
+
+/// A controller's view of a shared limit file: it holds no slot, sets the
+/// limit of every process of the run, and reads their charge and stall.
+#[derive(Debug)]
+pub struct LimitControl {
+    map: Mapping,
+}
+
+impl LimitControl {
+    /// Maps `path` (created if needed, as [`SharedLimit::open`] does).
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        Ok(Self {
+            map: Mapping::open(path)?,
+        })
+    }
+
+    /// Sets the limit of every process of the run, in pages (0: each
+    /// runtime's own limit).
+    pub fn set_limit(&self, pages: usize) {
+        self.map
+            .header()
+            .limit_pages
+            .store(pages as u64, Ordering::Relaxed);
+    }
+
+    /// Pages the processes of the run are charged now.
+    pub fn charge(&self) -> usize {
+        self.map
+            .live_slots()
+            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
+            .sum()
+    }
+
+    /// Time the threads of the run's processes, live or gone, have waited
+    /// on uzswap so far, ns.
+    pub fn stall_ns(&self) -> u64 {
+        self.map.sweep(usize::MAX);
+        let live: u64 = self
+            .map
+            .live_slots()
+            .map(|s| s.stall_ns.load(Ordering::Relaxed))
+            .sum();
+        live + self.map.header().retired_stall_ns.load(Ordering::Acquire)
     }
 }
 
@@ -212,6 +348,41 @@ mod tests {
         drop(b);
         let c = SharedLimit::open(&path).unwrap();
         assert_eq!(c.total(), 0);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_controller_sets_the_limit_and_reads_charge_and_stall() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let path = std::env::temp_dir().join(format!("uzswap-control-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let control = LimitControl::open(&path).unwrap();
+        let a = SharedLimit::open(&path).unwrap();
+        let b = SharedLimit::open(&path).unwrap();
+        assert_eq!(a.controlled_limit(), None);
+        control.set_limit(4096);
+        assert_eq!(a.controlled_limit(), Some(4096));
+        assert_eq!(b.controlled_limit(), Some(4096));
+        a.publish(100);
+        b.publish(20);
+        assert_eq!(control.charge(), 120);
+        a.add_stall(1_000);
+        b.add_stall(500);
+        b.add_stall(500);
+        assert_eq!(control.stall_ns(), 2_000);
+        // A process that leaves keeps its stall in the total.
+        drop(b);
+        assert_eq!(control.charge(), 100);
+        assert_eq!(control.stall_ns(), 2_000);
+        // So does one that died without leaving.
+        let dead = a.slot(9);
+        dead.pid.store(u32::MAX - 1, Ordering::Relaxed); // no such pid
+        dead.stall_ns.store(300, Ordering::Relaxed);
+        assert_eq!(control.stall_ns(), 2_300);
+        assert_eq!(control.stall_ns(), 2_300);
+        control.set_limit(0);
+        assert_eq!(a.controlled_limit(), None);
+        drop(a);
         let _ = std::fs::remove_file(&path);
     }
 

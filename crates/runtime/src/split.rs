@@ -25,9 +25,10 @@
 //! hit moves the pool's target down a page, and each pool ghost hit moves
 //! it up by `(c_file - c_pool) / c_pool` pages: it settles where the two
 //! are equal. The costs are measured (load times by source, writeback
-//! time per page), so a slow disk weighs as it should. The target stays
-//! between an eighth of the limit and the pool's cap (`--pool-limit`, or
-//! all of the limit but an eighth), and starts at half the limit.
+//! time per page), so a slow disk weighs as it should. The target is kept
+//! as a share of the limit in force (which a `--max-slowdown` controller
+//! moves): between an eighth of it and all of it but an eighth, never
+//! above the pool's cap (`--pool-limit`); it starts at half.
 //!
 //! Policy only: the runtime feeds it swap-ins and writebacks, and the
 //! reclaimer writes the pool back to its target. Every field is an atomic
@@ -36,7 +37,7 @@
 //! costs nothing but a sample.
 
 use crate::protocol::PAGE;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the pool costs per page of the limit besides what a refault from it
 /// costs to load: the fault's own round trip and the eviction (a
@@ -79,36 +80,27 @@ pub(crate) struct PoolShape {
     pub bytes: u64,
 }
 
-/// Bounds of the split, in pages of the limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bounds {
-    pub min: usize,
-    pub start: usize,
-    pub max: usize,
-    /// The ghost window `W`, in pages.
-    pub window: u64,
-}
+/// Share of the limit the pool may hold at least, and leaves to resident
+/// pages at least.
+pub(crate) const MIN_SHARE: f64 = 1.0 / 8.0;
+/// Share of the limit the target starts at.
+pub(crate) const START_SHARE: f64 = 0.5;
 
-impl Bounds {
-    /// The split of a limit of `limit_pages` with the pool capped at
-    /// `cap_pages`.
-    pub fn of_limit(limit_pages: usize, cap_pages: usize) -> Self {
-        let cap = cap_pages.max(1);
-        Self {
-            min: (limit_pages / 8).clamp(1, cap),
-            start: (limit_pages / 2).clamp(1, cap),
-            max: cap,
-            window: (limit_pages as u64 / 16).max(64),
-        }
-    }
+/// The ghost window `W` for a limit of `limit_pages`: a sixteenth of it.
+fn window(limit_pages: usize) -> u64 {
+    (limit_pages as u64 / 16).max(64)
 }
 
 /// The adaptive target of the pool's charge.
 #[derive(Debug)]
 pub(crate) struct PoolSplit {
-    bounds: Bounds,
-    /// Pages of the limit the pool may hold now.
-    target: AtomicUsize,
+    /// The runtime's configured limit, pages (a controller may lower the
+    /// limit in force under it).
+    ceiling_pages: usize,
+    /// The pool's own limit, pages: the target never passes it.
+    cap_pages: usize,
+    /// The share of the limit in force the pool may hold now (f64 bits).
+    share: AtomicU64,
     /// Average load time of a page from the pool, ns.
     pool_load_ns: AtomicU64,
     /// Average load time of a page from the swap file, ns.
@@ -118,10 +110,13 @@ pub(crate) struct PoolSplit {
 }
 
 impl PoolSplit {
-    pub fn new(bounds: Bounds) -> Self {
+    /// A split of limits up to `ceiling_pages` whose pool may hold at most
+    /// `cap_pages`.
+    pub fn new(ceiling_pages: usize, cap_pages: usize) -> Self {
         Self {
-            bounds,
-            target: AtomicUsize::new(bounds.start),
+            ceiling_pages,
+            cap_pages: cap_pages.max(1),
+            share: AtomicU64::new(START_SHARE.to_bits()),
             // Until measured: a file refault costs four pool refaults.
             pool_load_ns: AtomicU64::new(2_000),
             file_load_ns: AtomicU64::new(12_000),
@@ -129,34 +124,54 @@ impl PoolSplit {
         }
     }
 
-    /// Pages of the limit the pool may hold now.
-    pub fn target(&self) -> usize {
-        self.target.load(Ordering::Relaxed)
+    /// The runtime's configured limit, pages.
+    pub fn ceiling_pages(&self) -> usize {
+        self.ceiling_pages
+    }
+
+    fn share(&self) -> f64 {
+        f64::from_bits(self.share.load(Ordering::Relaxed))
+    }
+
+    /// Highest share of a limit of `limit_pages`: all of it but an eighth,
+    /// and no more than the cap.
+    fn max_share(&self, limit_pages: usize) -> f64 {
+        let limit = limit_pages.max(1) as f64;
+        (1.0 - MIN_SHARE)
+            .min(self.cap_pages as f64 / limit)
+            .max(MIN_SHARE)
+    }
+
+    /// Pages of a limit of `limit_pages` the pool may hold now.
+    pub fn target(&self, limit_pages: usize) -> usize {
+        let share = self.share().clamp(MIN_SHARE, self.max_share(limit_pages));
+        ((share * limit_pages as f64) as usize).clamp(1, self.cap_pages)
     }
 
     /// A swap-in fault's page came from `tier` after `distance` evictions,
-    /// its load taking `load_ns`; `pool_pages` is the pool's charge now and
-    /// `shape` reads the pool's (for a file refault only).
+    /// its load taking `load_ns`, under a limit of `limit_pages` of which
+    /// the pool is charged `pool_pages`; `shape` reads the pool's (for a
+    /// file refault only).
     pub fn note_swapin(
         &self,
         tier: Tier,
         distance: u64,
         load_ns: u64,
+        limit_pages: usize,
         pool_pages: usize,
         shape: impl FnOnce() -> PoolShape,
     ) {
         match tier {
             Tier::Pool => {
                 average(&self.pool_load_ns, load_ns);
-                if distance < self.bounds.window {
-                    self.move_down(pool_pages);
+                if distance < window(limit_pages) {
+                    self.move_down(limit_pages, pool_pages);
                 }
             }
             Tier::File => {
                 average(&self.file_load_ns, load_ns);
-                let reach = self.pool_ghost_reach(shape());
-                if distance < reach {
-                    self.move_up(self.pool_ghost_pages());
+                if distance < self.pool_ghost_reach(limit_pages, shape()) {
+                    self.move_up(limit_pages, self.pool_ghost_pages());
                 }
             }
             Tier::Other => {}
@@ -174,11 +189,11 @@ impl PoolSplit {
     /// pool larger by the window's bytes: the horizon, plus the entries
     /// those bytes hold compressed, stretched as the pool's entries are
     /// stretched over its horizon (entries leave by refaulting too).
-    fn pool_ghost_reach(&self, shape: PoolShape) -> u64 {
+    fn pool_ghost_reach(&self, limit_pages: usize, shape: PoolShape) -> u64 {
         if shape.entries == 0 || shape.bytes == 0 {
             return shape.horizon;
         }
-        let window_bytes = self.bounds.window as f64 * PAGE as f64;
+        let window_bytes = window(limit_pages) as f64 * PAGE as f64;
         let entries = window_bytes * shape.entries as f64 / shape.bytes as f64;
         let stretch = (shape.horizon as f64 / shape.entries as f64).max(1.0);
         shape.horizon + (entries * stretch) as u64
@@ -202,19 +217,24 @@ impl PoolSplit {
     /// A resident ghost hit: a page less for the pool, counted from its
     /// charge where that is under the target (a target the pool does not
     /// fill would otherwise sink unseen, and spring on the program later).
-    fn move_down(&self, pool_pages: usize) {
-        let _ = self
-            .target
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                Some(t.min(pool_pages).saturating_sub(1).max(self.bounds.min))
-            });
+    fn move_down(&self, limit_pages: usize, pool_pages: usize) {
+        let limit = limit_pages.max(1) as f64;
+        let held = pool_pages as f64 / limit;
+        let max = self.max_share(limit_pages);
+        self.update(|s| (s.min(held) - 1.0 / limit).clamp(MIN_SHARE, max));
     }
 
-    fn move_up(&self, pages: usize) {
+    fn move_up(&self, limit_pages: usize, pages: usize) {
+        let limit = limit_pages.max(1) as f64;
+        let max = self.max_share(limit_pages);
+        self.update(|s| (s + pages as f64 / limit).clamp(MIN_SHARE, max));
+    }
+
+    fn update(&self, f: impl Fn(f64) -> f64) {
         let _ = self
-            .target
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                Some((t + pages).min(self.bounds.max))
+            .share
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                Some(f(f64::from_bits(bits)).to_bits())
             });
     }
 }
@@ -233,7 +253,7 @@ mod tests {
     const LIMIT: usize = 65_536; // 256 MiB
 
     fn split() -> PoolSplit {
-        PoolSplit::new(Bounds::of_limit(LIMIT, LIMIT - LIMIT / 8))
+        PoolSplit::new(LIMIT, LIMIT - LIMIT / 8)
     }
 
     fn shape(horizon: u64) -> PoolShape {
@@ -245,65 +265,84 @@ mod tests {
         }
     }
 
+    /// A swap-in under the 256 MiB limit, the pool holding all of it.
+    fn swapin(s: &PoolSplit, tier: Tier, distance: u64, load_ns: u64, horizon: u64) {
+        s.note_swapin(tier, distance, load_ns, LIMIT, LIMIT, || shape(horizon));
+    }
+
     #[test]
     fn the_split_starts_at_half_and_stays_in_its_bounds() {
         let s = split();
-        assert_eq!(s.target(), LIMIT / 2);
+        assert_eq!(s.target(LIMIT), LIMIT / 2);
         for _ in 0..100_000 {
-            s.note_swapin(Tier::Pool, 0, 2_000, LIMIT, || shape(0));
+            swapin(&s, Tier::Pool, 0, 2_000, 0);
         }
-        assert_eq!(s.target(), LIMIT / 8);
+        assert_eq!(s.target(LIMIT), LIMIT / 8);
         for _ in 0..100_000 {
-            s.note_swapin(Tier::File, 0, 30_000, LIMIT, || shape(50_000));
+            swapin(&s, Tier::File, 0, 30_000, 50_000);
         }
-        assert_eq!(s.target(), LIMIT - LIMIT / 8);
+        assert_eq!(s.target(LIMIT), LIMIT - LIMIT / 8);
+    }
+
+    #[test]
+    fn the_target_follows_the_limit_in_force_and_the_cap() {
+        let s = split();
+        // A controller halved the limit: half of the new one.
+        assert_eq!(s.target(LIMIT / 2), LIMIT / 4);
+        // A pool capped at 8 MiB never gets more, however large the limit.
+        let small = PoolSplit::new(LIMIT, 2048);
+        for _ in 0..100_000 {
+            small.note_swapin(Tier::File, 0, 30_000, LIMIT, 2048, || shape(50_000));
+        }
+        assert_eq!(small.target(LIMIT), 2048);
+        assert_eq!(small.target(4 * LIMIT), 2048);
     }
 
     #[test]
     fn only_refaults_within_a_window_move_the_target() {
         let s = split();
-        let far = Bounds::of_limit(LIMIT, LIMIT).window;
+        let far = window(LIMIT);
         // Pool refaults of pages evicted long ago: a larger resident set
         // of the window's size would not have kept them.
         for _ in 0..1000 {
-            s.note_swapin(Tier::Pool, far, 2_000, LIMIT, || shape(0));
+            swapin(&s, Tier::Pool, far, 2_000, 0);
         }
-        assert_eq!(s.target(), LIMIT / 2);
+        assert_eq!(s.target(LIMIT), LIMIT / 2);
         // File refaults far beyond the horizon: a slightly larger pool
         // would not have kept them either.
         for _ in 0..1000 {
-            s.note_swapin(Tier::File, 10_000_000, 30_000, LIMIT, || shape(50_000));
+            swapin(&s, Tier::File, 10_000_000, 30_000, 50_000);
         }
-        assert_eq!(s.target(), LIMIT / 2);
+        assert_eq!(s.target(LIMIT), LIMIT / 2);
         // Zero pages say nothing.
-        s.note_swapin(Tier::Other, 0, 0, LIMIT, || shape(0));
-        assert_eq!(s.target(), LIMIT / 2);
+        swapin(&s, Tier::Other, 0, 0, 0);
+        assert_eq!(s.target(LIMIT), LIMIT / 2);
     }
 
     #[test]
     fn a_file_refault_weighs_what_it_costs_beyond_a_pool_refault() {
         let s = split();
         for _ in 0..300 {
-            s.note_swapin(Tier::Pool, u64::MAX, 2_000, LIMIT, || shape(0));
-            s.note_swapin(Tier::File, u64::MAX, 62_000, LIMIT, || shape(0));
+            swapin(&s, Tier::Pool, u64::MAX, 2_000, 0);
+            swapin(&s, Tier::File, u64::MAX, 62_000, 0);
             s.note_writeback(10, 100_000);
         }
         // pool: 2 + 6 µs; file: 62 + 10 + 6 µs: 70 / 8 = 8.75.
-        let before = s.target();
-        s.note_swapin(Tier::File, 50_000, 62_000, LIMIT, || shape(50_000));
-        let step = s.target() - before;
+        let before = s.target(LIMIT);
+        swapin(&s, Tier::File, 50_000, 62_000, 50_000);
+        let step = s.target(LIMIT) - before;
         assert!((8..=9).contains(&step), "{step}");
         // A resident ghost hit: one page down.
-        s.note_swapin(Tier::Pool, 0, 2_000, LIMIT, || shape(0));
-        assert_eq!(s.target(), before + step - 1);
+        swapin(&s, Tier::Pool, 0, 2_000, 0);
+        assert_eq!(s.target(LIMIT), before + step - 1);
     }
 
     #[test]
     fn a_read_from_the_page_cache_counts_as_one_from_the_device() {
         let s = split();
         for _ in 0..300 {
-            s.note_swapin(Tier::Pool, u64::MAX, 2_000, LIMIT, || shape(0));
-            s.note_swapin(Tier::File, u64::MAX, 4_000, LIMIT, || shape(0));
+            swapin(&s, Tier::Pool, u64::MAX, 2_000, 0);
+            swapin(&s, Tier::File, u64::MAX, 4_000, 0);
             s.note_writeback(10, 100_000);
         }
         // file: max(4, 45) + 10 + 6 µs against 8: 53 / 8 = 6.6.
@@ -313,18 +352,18 @@ mod tests {
     #[test]
     fn the_target_sinks_from_the_pools_charge_when_the_pool_is_smaller() {
         let s = split();
-        s.note_swapin(Tier::Pool, 0, 2_000, 10_000, || shape(0));
-        assert_eq!(s.target(), 9_999);
+        s.note_swapin(Tier::Pool, 0, 2_000, LIMIT, 10_000, || shape(0));
+        assert_eq!(s.target(LIMIT), 9_999);
     }
 
     #[test]
     fn the_ghost_reach_stretches_with_the_pools_turnover() {
         let s = split();
-        let w = Bounds::of_limit(LIMIT, LIMIT).window;
+        let w = window(LIMIT);
         // A pool of 40,000 entries at 2.5:1 whose horizon is 80,000 stores
         // (half its pages left by refaulting): the window's bytes hold
         // 2.5 W entries, stretched twice.
-        let reach = s.pool_ghost_reach(shape(80_000));
+        let reach = s.pool_ghost_reach(LIMIT, shape(80_000));
         assert_eq!(reach, 80_000 + 5 * w);
         // An empty pool: the horizon alone.
         let empty = PoolShape {
@@ -332,7 +371,7 @@ mod tests {
             entries: 0,
             bytes: 0,
         };
-        assert_eq!(s.pool_ghost_reach(empty), 7);
+        assert_eq!(s.pool_ghost_reach(LIMIT, empty), 7);
     }
 
     #[test]
@@ -341,7 +380,6 @@ mod tests {
         // the same time: no update may take the target out of its bounds,
         // and equal pushes each way leave it where a lone thread would.
         let s = std::sync::Arc::new(split());
-        let bounds = Bounds::of_limit(LIMIT, LIMIT - LIMIT / 8);
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let s = s.clone();
@@ -352,10 +390,10 @@ mod tests {
                         } else {
                             (Tier::File, 50_000)
                         };
-                        s.note_swapin(tier, 0, load, LIMIT, || shape(1_000));
+                        swapin(&s, tier, 0, load, 1_000);
                         s.note_writeback(1, 10_000);
-                        let now = s.target();
-                        assert!((bounds.min..=bounds.max).contains(&now), "{now}");
+                        let now = s.target(LIMIT);
+                        assert!((LIMIT / 8..=LIMIT - LIMIT / 8).contains(&now), "{now}");
                     }
                 })
             })
@@ -363,13 +401,13 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        // Four file ghost hits' worth each way weigh more up than down.
-        assert!(s.target() > LIMIT / 2, "{}", s.target());
+        // As many ghost hits each way: the file's weigh more.
+        assert!(s.target(LIMIT) > LIMIT / 2, "{}", s.target(LIMIT));
     }
 
-    /// Uniform random access over a buffer of `pages`, simulated: the
-    /// split must settle where no page goes to the file if the buffer
-    /// fits compressed, with the resident share the rest.
+    /// Uniform random access over a buffer twice the limit, simulated: the
+    /// split must settle near where the buffer fits compressed, with the
+    /// resident share the rest, and few pages read from the file.
     #[test]
     fn random_access_that_fits_compressed_keeps_off_the_file() {
         // 512 MiB at 2.5:1 under 256M: all fits with 85M resident.
@@ -385,7 +423,7 @@ mod tests {
         };
         let mut file_refaults = 0;
         for round in 0..400_000u64 {
-            let pool = s.target() as f64;
+            let pool = s.target(LIMIT) as f64;
             let resident = LIMIT as f64 - pool;
             let pooled = (pool * ratio).min(pages as f64 - resident);
             // Where a random page is, in this steady state.
@@ -405,13 +443,13 @@ mod tests {
                 file_refaults += 1;
             }
             let horizon = pooled as u64;
-            s.note_swapin(tier, distance, 3_000, s.target(), || PoolShape {
+            s.note_swapin(tier, distance, 3_000, LIMIT, pool as usize, || PoolShape {
                 horizon,
                 entries: pooled as u64,
                 bytes: (pool * PAGE as f64) as u64,
             });
         }
-        let pool = s.target();
+        let pool = s.target(LIMIT);
         assert!(
             (LIMIT * 55 / 100..=LIMIT * 80 / 100).contains(&pool),
             "pool target {pool} of {LIMIT}"

@@ -268,6 +268,7 @@ pub fn run_uzswap(
     runtime::probe_userfaultfd(false, false)?;
     let job = Launch {
         per_process_limit: false,
+        max_slowdown: None,
         settings: settings.clone(),
         library: library.to_path_buf(),
         command: std::iter::once(w.worker.display().to_string())

@@ -11,13 +11,31 @@ pub fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 512M, 64K, 2G)"))
 }
 
+/// A slowdown in percent (`5%` or `5`), as a fraction (0.05).
+pub fn percent_arg(s: &str) -> Result<f64, String> {
+    let n: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage (e.g. 5%, 10%)"))?;
+    if !(0.1..=1000.0).contains(&n) {
+        return Err(format!("{s:?}: a slowdown from 0.1% to 1000%"));
+    }
+    Ok(n / 100.0)
+}
+
+/// The limit of a run that names neither a limit nor a slowdown.
+pub const DEFAULT_LIMIT_BYTES: usize = 512 << 20;
+
 /// Settings of a program's runtime, as flags.
 #[derive(Args, Debug, Clone)]
 pub struct RuntimeArgs {
     /// Memory limit of the paged memory (memory.high's role), counting
-    /// resident pages and the compressed pool: 512M, 2G…
-    #[arg(long, default_value = "512M", value_parser = size_arg)]
-    pub limit: usize,
+    /// resident pages and the compressed pool: 512M, 2G… (512M by
+    /// default). With --max-slowdown, the ceiling of the limit it finds
+    /// (this machine's memory by default)
+    #[arg(long, value_parser = size_arg)]
+    pub limit: Option<usize>,
     /// Compressor: lz4, lzo, lzo-rle, zstd[:LEVEL], deflate[:LEVEL].
     #[arg(long, default_value = "lz4")]
     pub compressor: String,
@@ -128,7 +146,7 @@ pub struct RuntimeArgs {
 impl RuntimeArgs {
     pub fn settings(&self) -> Result<Settings, String> {
         let s = Settings {
-            limit_bytes: self.limit,
+            limit_bytes: self.limit.unwrap_or(DEFAULT_LIMIT_BYTES),
             charge_pool: !self.uncharged_pool,
             reservations: !self.no_reservations,
             small_objects: match (self.small_objects, self.no_small_objects) {
@@ -175,6 +193,13 @@ impl RuntimeArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
+    /// Find the limit from pressure (experimental): keep the time the
+    /// program's threads wait on uzswap (swap-ins, write-protect faults,
+    /// throttling) under this share of a plain run's time (5%, 10%),
+    /// lowering the limit while they wait less and raising it when they
+    /// wait more; --limit is then the ceiling
+    #[arg(long, value_parser = percent_arg)]
+    pub max_slowdown: Option<f64>,
     /// Print nothing of uzswap's own (the program's exit code still passes).
     #[arg(long, short)]
     pub quiet: bool,
@@ -308,8 +333,20 @@ pub fn outcome_table(o: &Outcome) -> Table {
     t
 }
 
+impl RunArgs {
+    /// The settings of the run's runtimes: with --max-slowdown and no
+    /// --limit, the ceiling is this machine's memory.
+    pub fn settings(&self) -> Result<Settings, String> {
+        let mut s = self.runtime.settings()?;
+        if self.max_slowdown.is_some() && self.runtime.limit.is_none() {
+            s.limit_bytes = launch::settings::machine_ram_bytes();
+        }
+        Ok(s)
+    }
+}
+
 pub fn run(a: &RunArgs) -> Result<i32, String> {
-    let settings = a.runtime.settings()?;
+    let settings = a.settings()?;
     let exe = std::env::current_exe().map_err(|e| format!("locating uzswap: {e}"))?;
     let library = launch::find_library(&exe).map_err(|e| e.to_string())?;
     let job = Launch {
@@ -317,12 +354,20 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         library,
         command: a.command.clone(),
         per_process_limit: a.runtime.per_process_limit,
+        max_slowdown: a.max_slowdown,
     };
     if !a.quiet {
+        let limit = match job.max_slowdown {
+            Some(s) => format!(
+                "the limit found for a {}% slowdown (ceiling {})",
+                s * 100.0,
+                format_size(settings.limit_bytes)
+            ),
+            None => format!("a {} limit", format_size(settings.limit_bytes)),
+        };
         eprintln!(
-            "uzswap: running {:?} with a {} limit, {}, {} folios, {} (`uzswap stats PID` reads live counters)",
+            "uzswap: running {:?} with {limit}, {}, {} folios, {} (`uzswap stats PID` reads live counters)",
             a.command.join(" "),
-            format_size(settings.limit_bytes),
             settings.compressor,
             format_size(settings.folio_bytes),
             settings
@@ -365,6 +410,18 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
                 "uzswap: peak RSS {} (the largest process, all its memory), limit {}",
                 format_size(outcome.max_rss_bytes() as usize),
                 format_size(settings.limit_bytes),
+            );
+        }
+        if let Some(samples) = &outcome.control {
+            let s = launch::control::summarize(samples);
+            eprintln!(
+                "uzswap: limit found: {} at the end, {} at the lowest; charge {} on average; threads waited on uzswap {:.1}% of the time ({} ticks of {} ms)",
+                format_size(s.end_limit_bytes),
+                format_size(s.min_limit_bytes),
+                format_size(s.mean_charge_bytes),
+                100.0 * s.stall_share,
+                samples.len(),
+                launch::control::TICK.as_millis(),
             );
         }
         for why in &outcome.unreadable {
@@ -474,7 +531,7 @@ mod tests {
         ] {
             let r = Run::try_parse_from(argv).unwrap().run;
             assert_eq!(r.command, ["ls", "-l", "--all"], "{argv:?}");
-            assert_eq!(r.runtime.limit, 64 << 20);
+            assert_eq!(r.runtime.limit, Some(64 << 20));
         }
     }
 

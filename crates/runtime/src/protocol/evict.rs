@@ -179,232 +179,280 @@ impl Evict {
 
     pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
         match std::mem::replace(&mut self.pc, EvictPc::Pick) {
-            EvictPc::Pick => {
-                let mut st = cx.lock();
-                if st.forking {
-                    return Ok(Step::Done(0));
-                }
-                let victims = pick_victims(&mut st, self.want, cx.env);
-                for &(base, idx, kept) in &victims {
-                    if let Some(slot) = kept {
-                        self.kept.insert(page_addr(base, idx), slot);
-                    }
-                }
-                self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
-                // Runs are taken from the back: reverse to go oldest first.
-                self.runs.reverse();
-                for run in &self.runs {
-                    st.begin(run.base);
-                }
-                if self.runs.is_empty() {
-                    return Ok(Step::Done(0));
-                }
-                self.pc = EvictPc::Protect;
-                Ok(Step::Next)
-            }
-            EvictPc::Protect if self.run().clean => {
-                let run = self.run();
-                let intact = cx.tun.flawed(Flaw::CleanUnchecked)
-                    || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
-                self.pc = if intact {
-                    EvictPc::Store
-                } else {
-                    EvictPc::Unkeep
-                };
-                Ok(Step::Next)
-            }
+            EvictPc::Pick => self.pick(cx),
+            EvictPc::Protect if self.run().clean => self.check_clean(cx),
             EvictPc::Protect if self.already_protected() => {
                 self.pc = EvictPc::Store;
                 Ok(Step::Next)
             }
-            EvictPc::Protect => {
-                let run = self.run();
-                // One call (one TLB flush) for this run and the runs that
-                // continue it; each is still stored, unmapped and put back
-                // on its own.
-                let span = self.span();
-                let len = if cx.tun.flawed(Flaw::SpanProtectsFirstRunOnly) {
-                    run.len()
-                } else {
-                    span.1 - span.0
-                };
-                self.pc = match cx.env.protect(span.0, len) {
-                    Ok(()) => {
-                        self.protected = Some(span);
-                        EvictPc::Store
-                    }
-                    // Nothing was protected: put the run back as it was.
-                    Err(_) => EvictPc::UndoFree(Vec::new()),
-                };
-                Ok(Step::Next)
-            }
-            EvictPc::Unkeep => {
-                // The pages are ours (`Evicting`): their slots go, and they
-                // are stored from what is mapped now (zeros where
-                // discarded: the evictor's own fault maps them).
-                let run = self.run();
-                for a in (run.addr()..run.addr() + run.len()).step_by(PAGE) {
-                    if let Some(slot) = self.kept.remove(&a) {
-                        cx.env.free(StoreId::OWN, slot);
-                    }
-                }
-                if let Some(r) = self.runs.last_mut() {
-                    r.clean = false;
-                }
-                self.pc = EvictPc::Protect;
-                Ok(Step::Next)
-            }
-            EvictPc::Store if self.run().clean => {
-                let run = self.run();
-                let slots = (run.addr()..run.addr() + run.len())
-                    .step_by(PAGE)
-                    .filter_map(|a| self.kept.remove(&a))
-                    .collect();
-                self.stored.push((run, slots));
-                Ok(self.next_run(cx.tun))
-            }
-            EvictPc::Store => {
-                let run = self.run();
-                self.pc = match cx.env.store_run(run.addr(), run.n) {
-                    Ok(slots) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
-                        EvictPc::Unprotect(slots)
-                    }
-                    Ok(slots) => {
-                        self.stored.push((run, slots));
-                        return Ok(self.next_run(cx.tun));
-                    }
-                    Err(_) => {
-                        cx.env.count(Event::EvictFailures, run.n);
-                        EvictPc::UndoUnprotect(Vec::new())
-                    }
-                };
-                Ok(Step::Next)
-            }
-            EvictPc::DiscardStored => {
-                let stored = std::mem::take(&mut self.stored);
-                let ranges: Vec<(usize, usize)> =
-                    stored.iter().map(|(r, _)| (r.addr(), r.len())).collect();
-                let results = if cx.tun.flawed(Flaw::BatchUnmapsLastRunOnly) {
-                    let last = ranges.len() - 1;
-                    let mut r = cx.env.discard_ranges(&ranges[last..]);
-                    r.splice(0..0, (0..last).map(|_| Ok(())));
-                    r
-                } else {
-                    cx.env.discard_ranges(&ranges)
-                };
-                debug_assert!(self.unmapped.is_empty());
-                for ((run, slots), result) in stored.into_iter().zip(results) {
-                    // A run not unmapped is still mapped and protected:
-                    // it stays resident.
-                    if result.is_err() {
-                        cx.env.count(Event::EvictFailures, run.n);
-                    }
-                    self.runs.push(run);
-                    self.unmapped.push((slots, result.is_ok()));
-                }
-                // The last run is the current one; its entry is popped as
-                // its step is set.
-                Ok(self.advance(cx.tun))
-            }
-            EvictPc::Discard(slots) => {
-                let run = self.run();
-                self.pc = match cx.env.discard(run.addr(), run.len()) {
-                    Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
-                        return Ok(self.next_run(cx.tun));
-                    }
-                    Ok(()) => EvictPc::Unprotect(slots),
-                    Err(_) => {
-                        // Still mapped, still protected: keep it resident.
-                        cx.env.count(Event::EvictFailures, run.n);
-                        EvictPc::UndoUnprotect(slots)
-                    }
-                };
-                Ok(Step::Next)
-            }
-            EvictPc::Unprotect(slots) => {
-                let run = self.run();
-                cx.env.unprotect(run.addr(), run.len(), true)?;
-                self.pc = EvictPc::Publish(slots);
-                Ok(Step::Next)
-            }
-            EvictPc::Publish(slots) => {
-                let run = self.run();
-                let mut st = cx.lock();
-                let clock = st.evictions;
-                let mut waiters = false;
-                if let Some(r) = st.regions.get_mut(&run.base) {
-                    for (k, &slot) in slots.iter().enumerate() {
-                        let p = &mut r.pages[run.first + k];
-                        debug_assert_eq!(p.state, PageState::Evicting);
-                        p.state = PageState::Swapped {
-                            store: StoreId::OWN,
-                            slot,
-                        };
-                        p.shadow = clock as u32;
-                        p.armed = false;
-                        p.reprieves = 0;
-                        waiters |= std::mem::take(&mut p.waiters);
-                    }
-                }
-                st.resident -= run.n;
-                st.evictions += run.n as u64;
-                self.done += run.n;
-                cx.env.count(Event::EvictedPages, run.n);
-                if run.clean {
-                    cx.env.count(Event::EvictedClean, run.n);
-                }
-                st.end(run.base);
-                st.changed(cx.changed);
-                if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) {
-                    self.pc = EvictPc::Discard(Vec::new());
-                    return Ok(Step::Next);
-                }
-                if waiters {
-                    self.pc = EvictPc::Wake;
-                    return Ok(Step::Next);
-                }
-                Ok(self.next_run(cx.tun))
-            }
-            EvictPc::UndoUnprotect(slots) => {
-                let run = self.run();
-                cx.env.unprotect(run.addr(), run.len(), true)?;
-                self.pc = EvictPc::UndoFree(slots);
-                Ok(Step::Next)
-            }
-            EvictPc::UndoFree(slots) => {
-                for s in slots {
-                    cx.env.free(StoreId::OWN, s);
-                }
-                self.pc = EvictPc::UndoPublish;
-                Ok(Step::Next)
-            }
-            EvictPc::UndoPublish => {
-                let run = self.run();
-                let mut st = cx.lock();
-                let mut waiters = false;
-                if let Some(r) = st.regions.get_mut(&run.base) {
-                    for p in &mut r.pages[run.first..run.first + run.n] {
-                        p.state = PageState::Resident;
-                        waiters |= std::mem::take(&mut p.waiters);
-                    }
-                }
-                for i in run.first..run.first + run.n {
-                    st.push_lru(run.base, i);
-                }
-                st.end(run.base);
-                st.changed(cx.changed);
-                if waiters {
-                    self.pc = EvictPc::Wake;
-                    return Ok(Step::Next);
-                }
-                Ok(self.next_run(cx.tun))
-            }
-            EvictPc::Wake => {
-                let run = self.run();
-                cx.env.wake(run.addr(), run.len())?;
-                Ok(self.next_run(cx.tun))
+            EvictPc::Protect => self.protect(cx),
+            EvictPc::Unkeep => self.unkeep(cx),
+            EvictPc::Store if self.run().clean => self.keep_clean(cx),
+            EvictPc::Store => self.store(cx),
+            EvictPc::DiscardStored => self.discard_stored(cx),
+            EvictPc::Discard(slots) => self.discard(cx, slots),
+            EvictPc::Unprotect(slots) => self.unprotect(cx, slots),
+            EvictPc::Publish(slots) => self.publish(cx, slots),
+            EvictPc::UndoUnprotect(slots) => self.undo_unprotect(cx, slots),
+            EvictPc::UndoFree(slots) => self.undo_free(cx, slots),
+            EvictPc::UndoPublish => self.undo_publish(cx),
+            EvictPc::Wake => self.wake(cx),
+        }
+    }
+
+    /// Takes the batch's victims off the LRU and groups them into runs,
+    /// oldest first.
+    fn pick<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let mut st = cx.lock();
+        if st.forking {
+            return Ok(Step::Done(0));
+        }
+        let victims = pick_victims(&mut st, self.want, cx.env);
+        for &(base, idx, kept) in &victims {
+            if let Some(slot) = kept {
+                self.kept.insert(page_addr(base, idx), slot);
             }
         }
+        self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
+        // Runs are taken from the back: reverse to go oldest first.
+        self.runs.reverse();
+        for run in &self.runs {
+            st.begin(run.base);
+        }
+        if self.runs.is_empty() {
+            return Ok(Step::Done(0));
+        }
+        self.pc = EvictPc::Protect;
+        Ok(Step::Next)
+    }
+
+    /// A clean run is protected already: checks that it still is, and
+    /// mapped, so that its kept slots still hold its bytes.
+    fn check_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let intact = cx.tun.flawed(Flaw::CleanUnchecked)
+            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
+        self.pc = if intact {
+            EvictPc::Store
+        } else {
+            EvictPc::Unkeep
+        };
+        Ok(Step::Next)
+    }
+
+    /// Write-protects the current run, and the runs that continue it:
+    /// writers wait from now on.
+    fn protect<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        // One call (one TLB flush) for this run and the runs that
+        // continue it; each is still stored, unmapped and put back
+        // on its own.
+        let span = self.span();
+        let len = if cx.tun.flawed(Flaw::SpanProtectsFirstRunOnly) {
+            run.len()
+        } else {
+            span.1 - span.0
+        };
+        self.pc = match cx.env.protect(span.0, len) {
+            Ok(()) => {
+                self.protected = Some(span);
+                EvictPc::Store
+            }
+            // Nothing was protected: put the run back as it was.
+            Err(_) => EvictPc::UndoFree(Vec::new()),
+        };
+        Ok(Step::Next)
+    }
+
+    /// A clean run found written or discarded: frees the slots it kept; it
+    /// is protected and stored as any other.
+    fn unkeep<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        // The pages are ours (`Evicting`): their slots go, and they
+        // are stored from what is mapped now (zeros where
+        // discarded: the evictor's own fault maps them).
+        let run = self.run();
+        for a in (run.addr()..run.addr() + run.len()).step_by(PAGE) {
+            if let Some(slot) = self.kept.remove(&a) {
+                cx.env.free(StoreId::OWN, slot);
+            }
+        }
+        if let Some(r) = self.runs.last_mut() {
+            r.clean = false;
+        }
+        self.pc = EvictPc::Protect;
+        Ok(Step::Next)
+    }
+
+    /// A clean run stores nothing: the slots it kept are its copy.
+    fn keep_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let slots = (run.addr()..run.addr() + run.len())
+            .step_by(PAGE)
+            .filter_map(|a| self.kept.remove(&a))
+            .collect();
+        self.stored.push((run, slots));
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Copies the current run into the store.
+    fn store<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        self.pc = match cx.env.store_run(run.addr(), run.n) {
+            Ok(slots) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => EvictPc::Unprotect(slots),
+            Ok(slots) => {
+                self.stored.push((run, slots));
+                return Ok(self.next_run(cx.tun));
+            }
+            Err(_) => {
+                cx.env.count(Event::EvictFailures, run.n);
+                EvictPc::UndoUnprotect(Vec::new())
+            }
+        };
+        Ok(Step::Next)
+    }
+
+    /// Unmaps every stored run of the batch at once (one TLB flush), then
+    /// finishes them one by one.
+    fn discard_stored<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let stored = std::mem::take(&mut self.stored);
+        let ranges: Vec<(usize, usize)> = stored.iter().map(|(r, _)| (r.addr(), r.len())).collect();
+        let results = if cx.tun.flawed(Flaw::BatchUnmapsLastRunOnly) {
+            let last = ranges.len() - 1;
+            let mut r = cx.env.discard_ranges(&ranges[last..]);
+            r.splice(0..0, (0..last).map(|_| Ok(())));
+            r
+        } else {
+            cx.env.discard_ranges(&ranges)
+        };
+        debug_assert!(self.unmapped.is_empty());
+        for ((run, slots), result) in stored.into_iter().zip(results) {
+            // A run not unmapped is still mapped and protected:
+            // it stays resident.
+            if result.is_err() {
+                cx.env.count(Event::EvictFailures, run.n);
+            }
+            self.runs.push(run);
+            self.unmapped.push((slots, result.is_ok()));
+        }
+        // The last run is the current one; its entry is popped as
+        // its step is set.
+        Ok(self.advance(cx.tun))
+    }
+
+    /// Unmaps the current run alone (only the flawed variant does).
+    fn discard<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        self.pc = match cx.env.discard(run.addr(), run.len()) {
+            Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
+                return Ok(self.next_run(cx.tun));
+            }
+            Ok(()) => EvictPc::Unprotect(slots),
+            Err(_) => {
+                // Still mapped, still protected: keep it resident.
+                cx.env.count(Event::EvictFailures, run.n);
+                EvictPc::UndoUnprotect(slots)
+            }
+        };
+        Ok(Step::Next)
+    }
+
+    /// Removes the unmapped run's protection and wakes its writers.
+    fn unprotect<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.unprotect(run.addr(), run.len(), true)?;
+        self.pc = EvictPc::Publish(slots);
+        Ok(Step::Next)
+    }
+
+    /// Publishes the current run `Swapped` at its slots.
+    fn publish<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let mut st = cx.lock();
+        let clock = st.evictions;
+        let mut waiters = false;
+        if let Some(r) = st.regions.get_mut(&run.base) {
+            for (k, &slot) in slots.iter().enumerate() {
+                let p = &mut r.pages[run.first + k];
+                debug_assert_eq!(p.state, PageState::Evicting);
+                p.state = PageState::Swapped {
+                    store: StoreId::OWN,
+                    slot,
+                };
+                p.shadow = clock as u32;
+                p.armed = false;
+                p.reprieves = 0;
+                waiters |= std::mem::take(&mut p.waiters);
+            }
+        }
+        st.resident -= run.n;
+        st.evictions += run.n as u64;
+        self.done += run.n;
+        cx.env.count(Event::EvictedPages, run.n);
+        if run.clean {
+            cx.env.count(Event::EvictedClean, run.n);
+        }
+        st.end(run.base);
+        st.changed(cx.changed);
+        if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) {
+            self.pc = EvictPc::Discard(Vec::new());
+            return Ok(Step::Next);
+        }
+        if waiters {
+            self.pc = EvictPc::Wake;
+            return Ok(Step::Next);
+        }
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Puts a refused run back: removes its protection.
+    fn undo_unprotect<E: Env>(
+        &mut self,
+        cx: &Cx<E>,
+        slots: Vec<Slot>,
+    ) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.unprotect(run.addr(), run.len(), true)?;
+        self.pc = EvictPc::UndoFree(slots);
+        Ok(Step::Next)
+    }
+
+    /// Puts a refused run back: frees the slots it was given.
+    fn undo_free<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        for s in slots {
+            cx.env.free(StoreId::OWN, s);
+        }
+        self.pc = EvictPc::UndoPublish;
+        Ok(Step::Next)
+    }
+
+    /// Puts a refused run back: resident again, and queued for reclaim.
+    fn undo_publish<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let mut st = cx.lock();
+        let mut waiters = false;
+        if let Some(r) = st.regions.get_mut(&run.base) {
+            for p in &mut r.pages[run.first..run.first + run.n] {
+                p.state = PageState::Resident;
+                waiters |= std::mem::take(&mut p.waiters);
+            }
+        }
+        for i in run.first..run.first + run.n {
+            st.push_lru(run.base, i);
+        }
+        st.end(run.base);
+        st.changed(cx.changed);
+        if waiters {
+            self.pc = EvictPc::Wake;
+            return Ok(Step::Next);
+        }
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Wakes the threads that waited on the current run.
+    fn wake<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.wake(run.addr(), run.len())?;
+        Ok(self.next_run(cx.tun))
     }
 }
 

@@ -50,26 +50,11 @@ enum MissingPc<B> {
         n: usize,
     },
     /// Load page `idx` (and its `around` neighbours) from the store.
-    Load {
-        base: usize,
-        idx: usize,
-        store: StoreId,
-        slot: Slot,
-        around: Vec<(usize, Slot)>,
-        distance: RefaultDistance,
-        tries: u8,
-    },
+    Load(Load),
     /// Map what was loaded, one page per step: the fault's own page
     /// (`own`, until mapped), then the neighbours in `got`; each with the
     /// slot it kept, if any (mapped write-protected, published `Clean`).
-    Map {
-        base: usize,
-        own: Option<(usize, B, Option<Slot>)>,
-        got: Vec<(usize, B, Option<Slot>)>,
-        mapped: Vec<(usize, Option<Slot>)>,
-        around: Vec<(usize, Slot)>,
-        store: StoreId,
-    },
+    Map(Map<B>),
     LoadDone {
         base: usize,
         mapped: Vec<(usize, Option<Slot>)>,
@@ -83,6 +68,31 @@ enum MissingPc<B> {
     },
     /// A `Clean` page found discarded and mapped with zeros: free its slot.
     FreeSlot(Slot),
+}
+
+/// [`MissingPc::Load`]'s state: page `idx` of the region at `base` is at
+/// `slot` of `store`, its neighbours in `around` at theirs.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Load {
+    base: usize,
+    idx: usize,
+    store: StoreId,
+    slot: Slot,
+    around: Vec<(usize, Slot)>,
+    distance: RefaultDistance,
+    tries: u8,
+}
+
+/// [`MissingPc::Map`]'s state: the pages still to map (`own`, `got`) and
+/// those mapped so far (`mapped`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Map<B> {
+    base: usize,
+    own: Option<(usize, B, Option<Slot>)>,
+    got: Vec<(usize, B, Option<Slot>)>,
+    mapped: Vec<(usize, Option<Slot>)>,
+    around: Vec<(usize, Slot)>,
+    store: StoreId,
 }
 
 impl<B: Clone + Default> MissingFault<B> {
@@ -115,148 +125,16 @@ impl<B: Clone + Default> MissingFault<B> {
     pub fn step<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
         match std::mem::replace(&mut self.pc, MissingPc::Start) {
             MissingPc::Start => self.start(cx),
-            MissingPc::Fill { base, first, n } => {
-                let addr = page_addr(base, first);
-                match cx.env.map_zeros(addr, n, self.write, self.wake) {
-                    Ok(()) => {}
-                    Err(e) if e.is(libc::EAGAIN) => {
-                        self.pc = MissingPc::Fill { base, first, n };
-                        return Ok(Step::Next);
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-                if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
-                    return Ok(Step::Done(()));
-                }
-                self.pc = MissingPc::FillDone { base, first, n };
-                Ok(Step::Next)
-            }
-            MissingPc::FillDone { base, first, n } => {
-                let mut st = cx.lock();
-                let waiters = publish_filled(&mut st, base, first, n);
-                st.end(base);
-                st.changed(cx.changed);
-                Ok(self.wake_if(waiters, page_addr(base, first), n * PAGE))
-            }
-            MissingPc::Load {
-                base,
-                idx,
-                store,
-                slot,
-                around,
-                distance,
-                tries,
-            } => {
-                let mut buf = B::default();
-                let wanted: Vec<Slot> = around.iter().map(|a| a.1).collect();
-                // A read fault's pages may keep their slots on the swap
-                // file (a write fault's page is written at once).
-                let keep = !self.write && store == StoreId::OWN;
-                let fault = Some(SwapinFault {
-                    addr: page_addr(base, idx),
-                    distance,
-                });
-                match cx.env.load(store, slot, &mut buf, &wanted, fault, keep) {
-                    Ok(loaded) => {
-                        let got = loaded
-                            .around
-                            .into_iter()
-                            .filter_map(|(s, b, kept)| {
-                                let i = around.iter().find(|a| a.1 == s)?.0;
-                                Some((i, b, (keep && kept).then_some(s)))
-                            })
-                            .collect();
-                        let own_kept = (keep && loaded.kept).then_some(slot);
-                        self.pc = MissingPc::Map {
-                            base,
-                            own: Some((idx, buf, own_kept)),
-                            got,
-                            mapped: Vec::new(),
-                            around,
-                            store,
-                        };
-                        Ok(Step::Next)
-                    }
-                    // A transient error (an I/O error, a flipped bit) is
-                    // tried again; then, like the kernel's SIGBUS, the page
-                    // cannot be produced.
-                    Err(error) if tries + 1 >= SWAPIN_TRIES => Err(Fatal::SwapIn {
-                        addr: page_addr(base, idx),
-                        store: store.0,
-                        slot,
-                        error,
-                    }),
-                    Err(_) => {
-                        self.pc = MissingPc::Load {
-                            base,
-                            idx,
-                            store,
-                            slot,
-                            around,
-                            distance,
-                            tries: tries + 1,
-                        };
-                        Ok(Step::Next)
-                    }
-                }
-            }
-            MissingPc::Map {
-                base,
-                mut own,
-                mut got,
-                mut mapped,
-                around,
-                store,
-            } => {
-                let next = match own.take() {
-                    Some(page) => Some(page),
-                    None => got.pop(),
-                };
-                let Some((i, b, kept)) = next else {
-                    self.pc = MissingPc::LoadDone {
-                        base,
-                        mapped,
-                        around,
-                        store,
-                    };
-                    return Ok(Step::Next);
-                };
-                // Neighbours brought by fault-around: their waiters are not
-                // throttled.
-                let wake = self.wake || page_addr(base, i) != self.addr;
-                match cx.env.map(page_addr(base, i), &b, wake, kept.is_some()) {
-                    Ok(()) => mapped.push((i, kept)),
-                    // The address space is changing: try the page again.
-                    Err(e) if e.is(libc::EAGAIN) => got.push((i, b, kept)),
-                    Err(e) => return Err(e.into()),
-                }
-                self.pc = MissingPc::Map {
-                    base,
-                    own,
-                    got,
-                    mapped,
-                    around,
-                    store,
-                };
-                Ok(Step::Next)
-            }
+            MissingPc::Fill { base, first, n } => self.fill(cx, base, first, n),
+            MissingPc::FillDone { base, first, n } => self.fill_done(cx, base, first, n),
+            MissingPc::Load(load) => self.load(cx, load),
+            MissingPc::Map(map) => self.map_next(cx, map),
             MissingPc::LoadDone {
                 base,
                 mapped,
                 around,
                 store,
-            } => {
-                let mut st = cx.lock();
-                let waiters = publish_loaded(&mut st, base, &mapped, &around, store);
-                st.end(base);
-                st.changed(cx.changed);
-                cx.env
-                    .count(Event::AroundPages, mapped.len().saturating_sub(1));
-                let kept = mapped.iter().filter(|m| m.1.is_some()).count();
-                cx.env.count(Event::KeptClean, kept);
-                let (lo, hi) = span(&mapped, &around);
-                Ok(self.wake_if(waiters, page_addr(base, lo), (hi - lo + 1) * PAGE))
-            }
+            } => self.load_done(cx, base, mapped, around, store),
             MissingPc::Wake { addr, len } => {
                 cx.env.wake(addr, len)?;
                 Ok(Step::Done(()))
@@ -266,6 +144,177 @@ impl<B: Clone + Default> MissingFault<B> {
                 Ok(Step::Done(()))
             }
         }
+    }
+
+    /// Maps zeros over the first-touch run (tried again while the address
+    /// space changes).
+    fn fill<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        base: usize,
+        first: usize,
+        n: usize,
+    ) -> Result<Step<()>, Fatal> {
+        let addr = page_addr(base, first);
+        match cx.env.map_zeros(addr, n, self.write, self.wake) {
+            Ok(()) => {}
+            Err(e) if e.is(libc::EAGAIN) => {
+                self.pc = MissingPc::Fill { base, first, n };
+                return Ok(Step::Next);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
+            return Ok(Step::Done(()));
+        }
+        self.pc = MissingPc::FillDone { base, first, n };
+        Ok(Step::Next)
+    }
+
+    /// Publishes the filled run resident, then wakes its waiters if any.
+    fn fill_done<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        base: usize,
+        first: usize,
+        n: usize,
+    ) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let waiters = publish_filled(&mut st, base, first, n);
+        st.end(base);
+        st.changed(cx.changed);
+        Ok(self.wake_if(waiters, page_addr(base, first), n * PAGE))
+    }
+
+    /// Loads the fault's page and the neighbours the store hands over;
+    /// tries a failed load again, up to [`SWAPIN_TRIES`] times.
+    fn load<E: Env<Buf = B>>(&mut self, cx: &Cx<E>, load: Load) -> Result<Step<()>, Fatal> {
+        let Load {
+            base,
+            idx,
+            store,
+            slot,
+            around,
+            distance,
+            tries,
+        } = load;
+        let mut buf = B::default();
+        let wanted: Vec<Slot> = around.iter().map(|a| a.1).collect();
+        // A read fault's pages may keep their slots on the swap
+        // file (a write fault's page is written at once).
+        let keep = !self.write && store == StoreId::OWN;
+        let fault = Some(SwapinFault {
+            addr: page_addr(base, idx),
+            distance,
+        });
+        match cx.env.load(store, slot, &mut buf, &wanted, fault, keep) {
+            Ok(loaded) => {
+                let got = loaded
+                    .around
+                    .into_iter()
+                    .filter_map(|(s, b, kept)| {
+                        let i = around.iter().find(|a| a.1 == s)?.0;
+                        Some((i, b, (keep && kept).then_some(s)))
+                    })
+                    .collect();
+                let own_kept = (keep && loaded.kept).then_some(slot);
+                self.pc = MissingPc::Map(Map {
+                    base,
+                    own: Some((idx, buf, own_kept)),
+                    got,
+                    mapped: Vec::new(),
+                    around,
+                    store,
+                });
+                Ok(Step::Next)
+            }
+            // A transient error (an I/O error, a flipped bit) is
+            // tried again; then, like the kernel's SIGBUS, the page
+            // cannot be produced.
+            Err(error) if tries + 1 >= SWAPIN_TRIES => Err(Fatal::SwapIn {
+                addr: page_addr(base, idx),
+                store: store.0,
+                slot,
+                error,
+            }),
+            Err(_) => {
+                self.pc = MissingPc::Load(Load {
+                    base,
+                    idx,
+                    store,
+                    slot,
+                    around,
+                    distance,
+                    tries: tries + 1,
+                });
+                Ok(Step::Next)
+            }
+        }
+    }
+
+    /// Maps one loaded page: the fault's own first, then its neighbours.
+    fn map_next<E: Env<Buf = B>>(&mut self, cx: &Cx<E>, map: Map<B>) -> Result<Step<()>, Fatal> {
+        let Map {
+            base,
+            mut own,
+            mut got,
+            mut mapped,
+            around,
+            store,
+        } = map;
+        let next = match own.take() {
+            Some(page) => Some(page),
+            None => got.pop(),
+        };
+        let Some((i, b, kept)) = next else {
+            self.pc = MissingPc::LoadDone {
+                base,
+                mapped,
+                around,
+                store,
+            };
+            return Ok(Step::Next);
+        };
+        // Neighbours brought by fault-around: their waiters are not
+        // throttled.
+        let wake = self.wake || page_addr(base, i) != self.addr;
+        match cx.env.map(page_addr(base, i), &b, wake, kept.is_some()) {
+            Ok(()) => mapped.push((i, kept)),
+            // The address space is changing: try the page again.
+            Err(e) if e.is(libc::EAGAIN) => got.push((i, b, kept)),
+            Err(e) => return Err(e.into()),
+        }
+        self.pc = MissingPc::Map(Map {
+            base,
+            own,
+            got,
+            mapped,
+            around,
+            store,
+        });
+        Ok(Step::Next)
+    }
+
+    /// Publishes what was mapped, puts back the neighbours not handed over,
+    /// then wakes the waiters if any.
+    fn load_done<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        base: usize,
+        mapped: Vec<(usize, Option<Slot>)>,
+        around: Vec<(usize, Slot)>,
+        store: StoreId,
+    ) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let waiters = publish_loaded(&mut st, base, &mapped, &around, store);
+        st.end(base);
+        st.changed(cx.changed);
+        cx.env
+            .count(Event::AroundPages, mapped.len().saturating_sub(1));
+        let kept = mapped.iter().filter(|m| m.1.is_some()).count();
+        cx.env.count(Event::KeptClean, kept);
+        let (lo, hi) = span(&mapped, &around);
+        Ok(self.wake_if(waiters, page_addr(base, lo), (hi - lo + 1) * PAGE))
     }
 
     fn wake_if(&mut self, waiters: bool, addr: usize, len: usize) -> Step<()> {
@@ -287,11 +336,7 @@ impl<B: Clone + Default> MissingFault<B> {
             // the thread.
             return Ok(Step::Done(()));
         };
-        let limit = cx.tun.workingset_pages;
-        let evictions = st.evictions;
         let changes = st.changes;
-        let folio = cx.tun.folio_pages.max(1);
-        let cluster = (1usize << cx.tun.page_cluster).max(folio.next_power_of_two());
         let region = st.regions.get_mut(&base).expect("located");
         let state = region.pages[idx].state;
         match state {
@@ -302,77 +347,8 @@ impl<B: Clone + Default> MissingFault<B> {
             _ if self.by_runtime && state != PageState::Evicting => {
                 Err(Fatal::RuntimeThreadFault(self.addr))
             }
-            PageState::Untouched => {
-                cx.env.count(Event::Fault, 1);
-                cx.env.count(Event::ZeroFault, 1);
-                // Like an mTHP first-touch fault: the folio-aligned run of
-                // untouched pages around the fault is mapped at once.
-                let lo = idx - idx % folio;
-                let hi = (lo + folio).min(region.pages.len());
-                let untouched = |p: &Page| p.state == PageState::Untouched;
-                let first = (lo..idx)
-                    .rev()
-                    .take_while(|&i| untouched(&region.pages[i]))
-                    .last()
-                    .unwrap_or(idx);
-                let last = (idx + 1..hi)
-                    .take_while(|&i| untouched(&region.pages[i]))
-                    .last()
-                    .unwrap_or(idx);
-                let n = last - first + 1;
-                if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
-                    for p in &mut region.pages[first..=last] {
-                        p.state = PageState::Resident;
-                    }
-                    st.resident += n;
-                    for i in first..=last {
-                        st.push_lru(base, i);
-                    }
-                } else {
-                    for p in &mut region.pages[first..=last] {
-                        p.state = PageState::Filling;
-                    }
-                    st.begin(base);
-                }
-                self.pc = MissingPc::Fill { base, first, n };
-                Ok(Step::Next)
-            }
-            PageState::Swapped { store, slot } => {
-                cx.env.count(Event::Fault, 1);
-                cx.env.count(Event::SwapinFault, 1);
-                let page = &mut region.pages[idx];
-                page.state = PageState::Loading;
-                let distance = evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff;
-                if distance <= limit {
-                    page.active = true;
-                    cx.env.count(Event::WorkingsetRefault, 1);
-                }
-                // Fault-around and folio swap-in: swapped neighbours of the
-                // same store in the fault's cluster (or folio, if larger)
-                // come along, if the store hands them over.
-                let lo = idx & !(cluster - 1);
-                let hi = (lo + cluster).min(region.pages.len());
-                let mut around = Vec::new();
-                for i in (lo..hi).filter(|&i| i != idx) {
-                    if let PageState::Swapped { store: s, slot } = region.pages[i].state {
-                        if s == store {
-                            region.pages[i].state = PageState::Loading;
-                            around.push((i, slot));
-                        }
-                    }
-                }
-                st.begin(base);
-                self.pc = MissingPc::Load {
-                    base,
-                    idx,
-                    store,
-                    slot,
-                    around,
-                    distance: RefaultDistance(distance),
-                    tries: 0,
-                };
-                Ok(Step::Next)
-            }
+            PageState::Untouched => self.first_touch(cx, &mut st, base, idx),
+            PageState::Swapped { store, slot } => self.swap_in(cx, &mut st, base, idx, store, slot),
             PageState::Evicting if self.by_runtime => {
                 serve_evictor_fault(cx.env, cx.tun, self.addr)?;
                 Ok(Step::Done(()))
@@ -405,6 +381,105 @@ impl<B: Clone + Default> MissingFault<B> {
                 Ok(Step::Done(()))
             }
         }
+    }
+
+    /// A first touch: the folio-aligned run of untouched pages around the
+    /// fault becomes `Filling`, to be mapped as zeros.
+    fn first_touch<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        st: &mut State,
+        base: usize,
+        idx: usize,
+    ) -> Result<Step<()>, Fatal> {
+        let folio = cx.tun.folio_pages.max(1);
+        let region = st.regions.get_mut(&base).expect("located");
+        cx.env.count(Event::Fault, 1);
+        cx.env.count(Event::ZeroFault, 1);
+        // Like an mTHP first-touch fault: the folio-aligned run of
+        // untouched pages around the fault is mapped at once.
+        let lo = idx - idx % folio;
+        let hi = (lo + folio).min(region.pages.len());
+        let untouched = |p: &Page| p.state == PageState::Untouched;
+        let first = (lo..idx)
+            .rev()
+            .take_while(|&i| untouched(&region.pages[i]))
+            .last()
+            .unwrap_or(idx);
+        let last = (idx + 1..hi)
+            .take_while(|&i| untouched(&region.pages[i]))
+            .last()
+            .unwrap_or(idx);
+        let n = last - first + 1;
+        if cx.tun.flawed(Flaw::ResidentBeforeMapped) {
+            for p in &mut region.pages[first..=last] {
+                p.state = PageState::Resident;
+            }
+            st.resident += n;
+            for i in first..=last {
+                st.push_lru(base, i);
+            }
+        } else {
+            for p in &mut region.pages[first..=last] {
+                p.state = PageState::Filling;
+            }
+            st.begin(base);
+        }
+        self.pc = MissingPc::Fill { base, first, n };
+        Ok(Step::Next)
+    }
+
+    /// A swap-in fault: the page, and the swapped neighbours of the same
+    /// store in its cluster, become `Loading`; a refault within the
+    /// workingset makes it active.
+    fn swap_in<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        st: &mut State,
+        base: usize,
+        idx: usize,
+        store: StoreId,
+        slot: Slot,
+    ) -> Result<Step<()>, Fatal> {
+        let limit = cx.tun.workingset_pages;
+        let evictions = st.evictions;
+        let folio = cx.tun.folio_pages.max(1);
+        let cluster = (1usize << cx.tun.page_cluster).max(folio.next_power_of_two());
+        let region = st.regions.get_mut(&base).expect("located");
+        cx.env.count(Event::Fault, 1);
+        cx.env.count(Event::SwapinFault, 1);
+        let page = &mut region.pages[idx];
+        page.state = PageState::Loading;
+        let distance = evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff;
+        if distance <= limit {
+            page.active = true;
+            cx.env.count(Event::WorkingsetRefault, 1);
+        }
+        // Fault-around and folio swap-in: swapped neighbours of the
+        // same store in the fault's cluster (or folio, if larger)
+        // come along, if the store hands them over.
+        let lo = idx & !(cluster - 1);
+        let hi = (lo + cluster).min(region.pages.len());
+        let mut around = Vec::new();
+        for i in (lo..hi).filter(|&i| i != idx) {
+            if let PageState::Swapped { store: s, slot } = region.pages[i].state {
+                if s == store {
+                    region.pages[i].state = PageState::Loading;
+                    around.push((i, slot));
+                }
+            }
+        }
+        st.begin(base);
+        self.pc = MissingPc::Load(Load {
+            base,
+            idx,
+            store,
+            slot,
+            around,
+            distance: RefaultDistance(distance),
+            tries: 0,
+        });
+        Ok(Step::Next)
     }
 }
 

@@ -62,166 +62,204 @@ impl<B: Clone + Default> Release<B> {
 
     pub fn step<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
         match std::mem::replace(&mut self.pc, ReleasePc::MarkDying) {
-            ReleasePc::MarkDying => {
-                let mut st = cx.lock();
-                if st.forking {
-                    return Ok(Step::Wait(st.changes));
-                }
-                let Some(r) = st.region(self.base, self.id) else {
-                    return Ok(Step::Done(()));
-                };
-                r.dying = true;
-                // In flight until its last step: a fork waits for it.
-                st.in_flight += 1;
-                self.pc = ReleasePc::Quiesce;
-                Ok(Step::Next)
-            }
-            ReleasePc::Quiesce => {
-                let mut st = cx.lock();
-                let changes = st.changes;
-                let Some(r) = st.region(self.base, self.id) else {
-                    return Ok(self.finish(&mut st, cx.changed));
-                };
-                if r.in_flight > 0 {
-                    self.pc = ReleasePc::Quiesce;
-                    return Ok(Step::Wait(changes));
-                }
-                self.pc = if self.plain {
-                    ReleasePc::NextSwapped
-                } else {
-                    ReleasePc::Forget
-                };
-                Ok(Step::Next)
-            }
-            ReleasePc::NextSwapped => {
-                let mut st = cx.lock();
-                let changes = st.changes;
-                let Some(r) = st.region(self.base, self.id) else {
-                    return Ok(self.finish(&mut st, cx.changed));
-                };
-                let swapped = r.pages.iter().position(|p| {
-                    matches!(p.state, PageState::Swapped { .. } | PageState::Loading)
-                });
-                match swapped {
-                    Some(i) => match r.pages[i].state {
-                        PageState::Swapped { store, slot } => {
-                            r.pages[i].state = PageState::Loading;
-                            st.begin(self.base);
-                            self.pc = ReleasePc::Load {
-                                idx: i,
-                                store,
-                                slot,
-                                tries: 0,
-                            };
-                            Ok(Step::Next)
-                        }
-                        // A fault is bringing it in: wait for it.
-                        _ => {
-                            self.pc = ReleasePc::NextSwapped;
-                            Ok(Step::Wait(changes))
-                        }
-                    },
-                    None => {
-                        self.pc = ReleasePc::Forget;
-                        Ok(Step::Next)
-                    }
-                }
-            }
+            ReleasePc::MarkDying => self.mark_dying(cx),
+            ReleasePc::Quiesce => self.quiesce(cx),
+            ReleasePc::NextSwapped => self.next_swapped(cx),
             ReleasePc::Load {
                 idx,
                 store,
                 slot,
                 tries,
-            } => {
-                let mut buf = B::default();
-                match cx.env.load(store, slot, &mut buf, &[], None, false) {
-                    Ok(_) => self.pc = ReleasePc::Map { idx, buf },
-                    Err(error) if tries + 1 >= SWAPIN_TRIES => {
-                        return Err(Fatal::SwapIn {
-                            addr: page_addr(self.base, idx),
-                            store: store.0,
-                            slot,
-                            error,
-                        })
-                    }
-                    Err(_) => {
-                        self.pc = ReleasePc::Load {
-                            idx,
-                            store,
-                            slot,
-                            tries: tries + 1,
-                        }
-                    }
+            } => self.load(cx, idx, store, slot, tries),
+            ReleasePc::Map { idx, buf } => self.map(cx, idx, buf),
+            ReleasePc::Mapped { idx } => self.mapped(cx, idx),
+            ReleasePc::Forget => self.forget(cx),
+            ReleasePc::Free(slots) => self.free(cx, slots),
+        }
+    }
+
+    /// Marks the region dying: no eviction or aging starts there from now on.
+    fn mark_dying<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        if st.forking {
+            return Ok(Step::Wait(st.changes));
+        }
+        let Some(r) = st.region(self.base, self.id) else {
+            return Ok(Step::Done(()));
+        };
+        r.dying = true;
+        // In flight until its last step: a fork waits for it.
+        st.in_flight += 1;
+        self.pc = ReleasePc::Quiesce;
+        Ok(Step::Next)
+    }
+
+    /// Waits until no operation is in flight on the region.
+    fn quiesce<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let changes = st.changes;
+        let Some(r) = st.region(self.base, self.id) else {
+            return Ok(self.finish(&mut st, cx.changed));
+        };
+        if r.in_flight > 0 {
+            self.pc = ReleasePc::Quiesce;
+            return Ok(Step::Wait(changes));
+        }
+        self.pc = if self.plain {
+            ReleasePc::NextSwapped
+        } else {
+            ReleasePc::Forget
+        };
+        Ok(Step::Next)
+    }
+
+    /// Into plain memory: takes the next swapped page, or waits for the one a
+    /// fault is loading; then forgets the region.
+    fn next_swapped<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let changes = st.changes;
+        let Some(r) = st.region(self.base, self.id) else {
+            return Ok(self.finish(&mut st, cx.changed));
+        };
+        let swapped = r
+            .pages
+            .iter()
+            .position(|p| matches!(p.state, PageState::Swapped { .. } | PageState::Loading));
+        match swapped {
+            Some(i) => match r.pages[i].state {
+                PageState::Swapped { store, slot } => {
+                    r.pages[i].state = PageState::Loading;
+                    st.begin(self.base);
+                    self.pc = ReleasePc::Load {
+                        idx: i,
+                        store,
+                        slot,
+                        tries: 0,
+                    };
+                    Ok(Step::Next)
                 }
+                // A fault is bringing it in: wait for it.
+                _ => {
+                    self.pc = ReleasePc::NextSwapped;
+                    Ok(Step::Wait(changes))
+                }
+            },
+            None => {
+                self.pc = ReleasePc::Forget;
                 Ok(Step::Next)
-            }
-            ReleasePc::Map { idx, buf } => {
-                match cx.env.map(page_addr(self.base, idx), &buf, true, false) {
-                    Ok(()) => self.pc = ReleasePc::Mapped { idx },
-                    Err(e) if e.is(libc::EAGAIN) => self.pc = ReleasePc::Map { idx, buf },
-                    Err(e) => return Err(e.into()),
-                }
-                Ok(Step::Next)
-            }
-            ReleasePc::Mapped { idx } => {
-                let mut st = cx.lock();
-                let waiters = publish_loaded(&mut st, self.base, &[(idx, None)], &[], StoreId::OWN);
-                st.end(self.base);
-                st.changed(cx.changed);
-                drop(st);
-                if waiters {
-                    cx.env.wake(page_addr(self.base, idx), PAGE)?;
-                }
-                self.pc = ReleasePc::NextSwapped;
-                Ok(Step::Next)
-            }
-            ReleasePc::Forget => {
-                let mut st = cx.lock();
-                // Faults are still served on a dying region (the program
-                // uses it until it is unregistered): one that began after
-                // the quiesce must end before the region goes, or its map
-                // would land in an unregistered range.
-                let changes = st.changes;
-                if st
-                    .region(self.base, self.id)
-                    .is_some_and(|r| r.in_flight > 0)
-                {
-                    self.pc = ReleasePc::Forget;
-                    return Ok(Step::Wait(changes));
-                }
-                let Some(r) = st.regions.remove(&self.base) else {
-                    return Ok(self.finish(&mut st, cx.changed));
-                };
-                debug_assert_eq!(r.id, self.id);
-                let resident = r
-                    .pages
-                    .iter()
-                    .filter(|p| p.state.is_resident() && !p.shared)
-                    .count();
-                st.resident -= resident;
-                st.changed(cx.changed);
-                let slots: Vec<(StoreId, Slot)> = r
-                    .pages
-                    .iter()
-                    .filter_map(|p| match p.state {
-                        PageState::Swapped { store, slot } => Some((store, slot)),
-                        PageState::Clean { slot } => Some((StoreId::OWN, slot)),
-                        _ => None,
-                    })
-                    .collect();
-                if slots.is_empty() {
-                    return Ok(self.finish(&mut st, cx.changed));
-                }
-                self.pc = ReleasePc::Free(slots);
-                Ok(Step::Next)
-            }
-            ReleasePc::Free(slots) => {
-                for (store, slot) in slots {
-                    cx.env.free(store, slot);
-                }
-                Ok(self.finish(&mut cx.lock(), cx.changed))
             }
         }
+    }
+
+    /// Loads the page, tried again up to [`SWAPIN_TRIES`] times.
+    fn load<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        idx: usize,
+        store: StoreId,
+        slot: Slot,
+        tries: u8,
+    ) -> Result<Step<()>, Fatal> {
+        let mut buf = B::default();
+        match cx.env.load(store, slot, &mut buf, &[], None, false) {
+            Ok(_) => self.pc = ReleasePc::Map { idx, buf },
+            Err(error) if tries + 1 >= SWAPIN_TRIES => {
+                return Err(Fatal::SwapIn {
+                    addr: page_addr(self.base, idx),
+                    store: store.0,
+                    slot,
+                    error,
+                })
+            }
+            Err(_) => {
+                self.pc = ReleasePc::Load {
+                    idx,
+                    store,
+                    slot,
+                    tries: tries + 1,
+                }
+            }
+        }
+        Ok(Step::Next)
+    }
+
+    /// Maps the loaded page (tried again while the address space changes).
+    fn map<E: Env<Buf = B>>(&mut self, cx: &Cx<E>, idx: usize, buf: B) -> Result<Step<()>, Fatal> {
+        match cx.env.map(page_addr(self.base, idx), &buf, true, false) {
+            Ok(()) => self.pc = ReleasePc::Mapped { idx },
+            Err(e) if e.is(libc::EAGAIN) => self.pc = ReleasePc::Map { idx, buf },
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Step::Next)
+    }
+
+    /// Publishes the mapped page resident and wakes its waiters, if any.
+    fn mapped<E: Env<Buf = B>>(&mut self, cx: &Cx<E>, idx: usize) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        let waiters = publish_loaded(&mut st, self.base, &[(idx, None)], &[], StoreId::OWN);
+        st.end(self.base);
+        st.changed(cx.changed);
+        drop(st);
+        if waiters {
+            cx.env.wake(page_addr(self.base, idx), PAGE)?;
+        }
+        self.pc = ReleasePc::NextSwapped;
+        Ok(Step::Next)
+    }
+
+    /// Forgets the region once no fault is in flight there, uncharging its
+    /// resident pages.
+    fn forget<E: Env<Buf = B>>(&mut self, cx: &Cx<E>) -> Result<Step<()>, Fatal> {
+        let mut st = cx.lock();
+        // Faults are still served on a dying region (the program
+        // uses it until it is unregistered): one that began after
+        // the quiesce must end before the region goes, or its map
+        // would land in an unregistered range.
+        let changes = st.changes;
+        if st
+            .region(self.base, self.id)
+            .is_some_and(|r| r.in_flight > 0)
+        {
+            self.pc = ReleasePc::Forget;
+            return Ok(Step::Wait(changes));
+        }
+        let Some(r) = st.regions.remove(&self.base) else {
+            return Ok(self.finish(&mut st, cx.changed));
+        };
+        debug_assert_eq!(r.id, self.id);
+        let resident = r
+            .pages
+            .iter()
+            .filter(|p| p.state.is_resident() && !p.shared)
+            .count();
+        st.resident -= resident;
+        st.changed(cx.changed);
+        let slots: Vec<(StoreId, Slot)> = r
+            .pages
+            .iter()
+            .filter_map(|p| match p.state {
+                PageState::Swapped { store, slot } => Some((store, slot)),
+                PageState::Clean { slot } => Some((StoreId::OWN, slot)),
+                _ => None,
+            })
+            .collect();
+        if slots.is_empty() {
+            return Ok(self.finish(&mut st, cx.changed));
+        }
+        self.pc = ReleasePc::Free(slots);
+        Ok(Step::Next)
+    }
+
+    /// Frees the slots of the region's swapped and `Clean` pages.
+    fn free<E: Env<Buf = B>>(
+        &mut self,
+        cx: &Cx<E>,
+        slots: Vec<(StoreId, Slot)>,
+    ) -> Result<Step<()>, Fatal> {
+        for (store, slot) in slots {
+            cx.env.free(store, slot);
+        }
+        Ok(self.finish(&mut cx.lock(), cx.changed))
     }
 
     /// The release is over: no longer in flight.

@@ -1,7 +1,7 @@
 //! Aging, by write tracking: a pass finds the pages written since the last
 //! one (mapped and no longer write-protected), gives them reclaim
 //! reprieves, and write-protects the region's resident, unpinned pages
-//! again.
+//! again, so that reclaim spares the pages a program is still writing.
 
 use super::{page_addr, Cx, Env, Event, Fatal, Flaw, Step, PAGE, WRITTEN_REPRIEVES};
 

@@ -1,6 +1,7 @@
 //! The program's own discard (`MADV_DONTNEED`, `MADV_FREE`) of region
 //! pages: once no operation is in flight on them, they become `Untouched`
-//! and are unmapped in one step under the state lock.
+//! and are unmapped in one step under the state lock, so that no operation
+//! starts on them in between.
 
 use super::missing::zero_fill_or_wake;
 use super::pin::Pin;

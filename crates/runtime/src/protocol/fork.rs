@@ -1,7 +1,7 @@
 //! Fork: while one is prepared no operation starts, and it happens once
-//! none is in flight; a forked child then adopts the state it copied (its
-//! parent's slots inherited read-only, resident pages shared
-//! copy-on-write).
+//! none is in flight, so that a child copies settled pages; a forked child
+//! then adopts the state it copied (its parent's slots inherited
+//! read-only, resident pages shared copy-on-write).
 
 use super::{page_addr, Cx, Env, Fatal, PageState, RegionPages, State, Step, StoreId, PAGE};
 use std::sync::Condvar;

@@ -1,6 +1,6 @@
 //! Pins: a system call's buffer is kept out of eviction and out of aging's
-//! write protection while the kernel uses it (invariant 5), until
-//! [`unpin`].
+//! write protection until [`unpin`], so that the kernel can read and write
+//! it without a fault (invariant 5).
 
 use super::{page_addr, Cx, Env, Fatal, Flaw, RegionPages, State, Step, PAGE};
 

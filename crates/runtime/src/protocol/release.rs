@@ -1,6 +1,6 @@
 //! Region drop and release: a region waits for the operations in flight
-//! on it, has every page swapped back in if it becomes plain memory, and
-//! is forgotten, its slots freed.
+//! on it (none may map into a range that is gone), has every page swapped
+//! back in if it becomes plain memory, and is forgotten, its slots freed.
 
 use super::missing::publish_loaded;
 use super::{page_addr, Cx, Env, Fatal, PageState, Slot, State, Step, StoreId, PAGE, SWAPIN_TRIES};

@@ -1,7 +1,8 @@
 //! Write-protect faults: a write to a page that write tracking, a forked
 //! child's copy-on-write tracking or a `Clean` page's kept slot protected
-//! loses the protection at once, under the state lock; a write to a page
-//! being evicted waits for the evictor.
+//! loses the protection at once, under the state lock so that no eviction
+//! of the page starts in between; a write to a page being evicted waits for
+//! the evictor.
 
 use super::{Cx, Env, Event, Fatal, Flaw, PageState, Slot, Step, StoreId, PAGE};
 

@@ -1,0 +1,149 @@
+//! Aging, by write tracking: a pass finds the pages written since the last
+//! one (mapped and no longer write-protected), gives them reclaim
+//! reprieves, and write-protects the region's resident, unpinned pages
+//! again, so that reclaim spares the pages a program is still writing.
+
+use super::{page_addr, Cx, Env, Event, Fatal, Flaw, Step, PAGE, WRITTEN_REPRIEVES};
+
+/// One aging pass: for each region, the pages written since the last pass
+/// (mapped and no longer write-protected) get reclaim reprieves, and the
+/// region's resident, unpinned pages are write-protected again.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Age {
+    regions: Vec<(usize, u64, usize)>,
+    pc: AgePc,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum AgePc {
+    List,
+    Scan,
+    Mark(Vec<(usize, usize)>),
+    Protect(Vec<(usize, usize)>),
+    Finish,
+}
+
+impl Default for Age {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Age {
+    pub fn new() -> Self {
+        Self {
+            regions: Vec::new(),
+            pc: AgePc::List,
+        }
+    }
+
+    fn next_region(&mut self) -> Step<usize> {
+        self.regions.pop();
+        if self.regions.is_empty() {
+            Step::Done(0)
+        } else {
+            self.pc = AgePc::Scan;
+            Step::Next
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        match std::mem::replace(&mut self.pc, AgePc::List) {
+            AgePc::List => {
+                let st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Done(0));
+                }
+                self.regions = st
+                    .regions
+                    .iter()
+                    .filter(|(_, r)| !r.dying)
+                    .map(|(&b, r)| (b, r.id, r.len_bytes()))
+                    .collect();
+                cx.env.count(Event::AgingScan, 1);
+                if self.regions.is_empty() {
+                    return Ok(Step::Done(0));
+                }
+                self.pc = AgePc::Scan;
+                Ok(Step::Next)
+            }
+            AgePc::Scan => {
+                let &(base, _, len) = self.regions.last().expect("a region");
+                let mut written = Vec::new();
+                cx.env.written(base, len, &mut written)?;
+                self.pc = AgePc::Mark(written);
+                Ok(Step::Next)
+            }
+            AgePc::Mark(written) => {
+                let &(base, id, len) = self.regions.last().expect("a region");
+                let mut st = cx.lock();
+                if st.forking {
+                    return Ok(Step::Done(0));
+                }
+                let Some(r) = st.region(base, id).filter(|r| !r.dying) else {
+                    return Ok(self.next_region());
+                };
+                let mut marked = 0;
+                for &(start, end) in &written {
+                    let lo = (start.max(base) - base) / PAGE;
+                    let hi = (end.min(base + len) - base) / PAGE;
+                    for p in &mut r.pages[lo..hi] {
+                        if p.state.is_resident() && p.armed {
+                            p.reprieves = WRITTEN_REPRIEVES;
+                            marked += 1;
+                        }
+                        // Unprotected now, whatever the reason: protected
+                        // again below.
+                        p.armed = false;
+                    }
+                }
+                cx.env.count(Event::PagesWritten, marked);
+                let ignore_pins = cx.tun.flawed(Flaw::AgingIgnoresPins);
+                let mut ranges: Vec<(usize, usize)> = Vec::new();
+                let mut protected = 0;
+                for (i, p) in r.pages.iter_mut().enumerate() {
+                    let protect = p.state.is_resident() && (p.pins == 0 || ignore_pins);
+                    // A page still armed was not found written: its
+                    // protection from an earlier pass stands. Only pages
+                    // written, mapped since, or unpinned since need the call.
+                    let already = p.armed;
+                    p.armed = protect;
+                    if !protect || already {
+                        continue;
+                    }
+                    protected += 1;
+                    let a = page_addr(base, i);
+                    match ranges.last_mut() {
+                        Some(last) if last.0 + last.1 == a => last.1 += PAGE,
+                        _ => ranges.push((a, PAGE)),
+                    }
+                }
+                cx.env.count(Event::PagesProtected, protected);
+                cx.env.count(Event::ProtectCalls, ranges.len());
+                r.aging = true;
+                st.begin(base);
+                self.pc = AgePc::Protect(ranges);
+                Ok(Step::Next)
+            }
+            AgePc::Protect(mut ranges) => {
+                if let Some((a, l)) = ranges.pop() {
+                    cx.env.protect(a, l)?;
+                    self.pc = AgePc::Protect(ranges);
+                } else {
+                    self.pc = AgePc::Finish;
+                }
+                Ok(Step::Next)
+            }
+            AgePc::Finish => {
+                let &(base, id, _) = self.regions.last().expect("a region");
+                let mut st = cx.lock();
+                if let Some(r) = st.region(base, id) {
+                    r.aging = false;
+                }
+                st.end(base);
+                st.changed(cx.changed);
+                Ok(self.next_region())
+            }
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! Eviction: the oldest resident pages are taken off the LRU, grouped into
+//! folio runs, write-protected, stored, unmapped in groups (one TLB flush
+//! each) and published `Swapped`; a run the store refuses or the kernel
+//! does not unmap is put back `Resident`. No lost write (invariant 1)
+//! rests on the order of these steps.
+
+use super::{
+    page_addr, Cx, Env, Event, Fatal, Flaw, PageState, Slot, State, Step, StoreId, Tunables, PAGE,
+};
+use std::collections::BTreeMap;
+
+/// A run of neighbouring pages of one region, evicted as one folio.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Run {
+    base: usize,
+    first: usize,
+    n: usize,
+    /// Every page of it was `Clean`: its slots are kept, nothing is stored.
+    clean: bool,
+}
+
+impl Run {
+    fn addr(&self) -> usize {
+        page_addr(self.base, self.first)
+    }
+
+    fn len(&self) -> usize {
+        self.n * PAGE
+    }
+
+    /// `next` starts where this run ends, in the same region.
+    fn continued_by(&self, next: &Run) -> bool {
+        self.near(next, 1)
+    }
+
+    /// `next` starts after this run, in the same region, fewer than
+    /// `within` pages past its end.
+    fn near(&self, next: &Run, within: usize) -> bool {
+        let end = self.first + self.n;
+        next.base == self.base && next.first >= end && next.first - end < within
+    }
+}
+
+/// Evicts up to `want` of the oldest resident pages; `Done(evicted)`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Evict {
+    want: usize,
+    /// Runs still to go; the current one is the last.
+    runs: Vec<Run>,
+    /// Runs stored, still mapped and write-protected, waiting for the
+    /// batch's one unmap.
+    stored: Vec<(Run, Vec<Slot>)>,
+    /// After the unmap (`runs` holds the stored runs again): per run, its
+    /// slots and whether it was unmapped; the current run's is the last.
+    unmapped: Vec<(Vec<Slot>, bool)>,
+    /// The slots the `Clean` victims kept, by page address.
+    kept: BTreeMap<usize, Slot>,
+    /// Pages `[start, end)` write-protected by one call that covered the
+    /// current run and the runs continuing it (a stream's folios): they
+    /// go straight to their store.
+    protected: Option<(usize, usize)>,
+    done: usize,
+    pc: EvictPc,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum EvictPc {
+    Pick,
+    /// Write-protect the current run: writers wait from now on. A clean
+    /// run is protected already: check that it still is, and mapped.
+    Protect,
+    /// A clean run was found written or discarded behind the runtime's
+    /// back: free the slots it kept and evict it as any other.
+    Unkeep,
+    /// Copy the run out into the store (its bytes are stable).
+    Store,
+    /// Unmap every stored run of the batch at once (one TLB flush).
+    DiscardStored,
+    /// Unmap the current run alone (only the flawed variant does).
+    Discard(Vec<Slot>),
+    /// Remove the protection and wake the writers: they fault again, find
+    /// the page in flight, and are woken once it is published.
+    Unprotect(Vec<Slot>),
+    Publish(Vec<Slot>),
+    /// Put a refused run back: un-protect it (if protected), free the
+    /// slots (if any), mark it resident.
+    UndoUnprotect(Vec<Slot>),
+    UndoFree(Vec<Slot>),
+    UndoPublish,
+    Wake,
+}
+
+impl Evict {
+    pub fn new(want: usize) -> Self {
+        Self {
+            want,
+            runs: Vec::new(),
+            stored: Vec::new(),
+            unmapped: Vec::new(),
+            kept: BTreeMap::new(),
+            protected: None,
+            done: 0,
+            pc: EvictPc::Pick,
+        }
+    }
+
+    fn run(&self) -> Run {
+        self.runs[self.runs.len() - 1]
+    }
+
+    /// `[start, end)` of the current run and the runs after it that
+    /// continue it, none of them clean (a clean run is protected already).
+    fn span(&self) -> (usize, usize) {
+        let run = self.run();
+        let mut last = run;
+        for next in self.runs.iter().rev().skip(1) {
+            if next.clean || !last.continued_by(next) {
+                break;
+            }
+            last = *next;
+        }
+        (run.addr(), last.addr() + last.len())
+    }
+
+    /// The current run lies in the span an earlier call protected.
+    fn already_protected(&self) -> bool {
+        let run = self.run();
+        self.protected
+            .is_some_and(|(start, end)| start <= run.addr() && run.addr() + run.len() <= end)
+    }
+
+    /// The current run is finished (stored, or put back): on to the next.
+    /// Runs are protected and stored one by one; once all are, the stored
+    /// ones are unmapped together, then un-protected and published one by
+    /// one.
+    fn next_run(&mut self, tun: &Tunables) -> Step<usize> {
+        self.runs.pop();
+        self.advance(tun)
+    }
+
+    /// Sets the step for the current run, or for the batch's unmap once
+    /// every run is stored; or ends.
+    fn advance(&mut self, tun: &Tunables) -> Step<usize> {
+        if let Some((slots, unmapped)) = self.unmapped.pop() {
+            // Finishing an unmapped group: its runs are on top of `runs`.
+            self.pc = if unmapped {
+                EvictPc::Unprotect(slots)
+            } else {
+                EvictPc::UndoUnprotect(slots)
+            };
+            return Step::Next;
+        }
+        let stored_pages: usize = self.stored.iter().map(|(r, _)| r.n).sum();
+        // A group of long runs grows while the next is long too and lies
+        // less than a folio past the last: a stream's folios, with the odd
+        // active page left out, one flush for the batch. Otherwise a group
+        // ends once it has `unmap_group_pages` pages: scattered victims
+        // (xz's, sort's) are written again soon, and their writers wait
+        // for the whole group (longer groups of them cost refaults).
+        let folio = tun.folio_pages.max(1);
+        let streaming = match (self.stored.last(), self.runs.last()) {
+            (Some((last, _)), Some(next)) => {
+                last.near(next, folio) && 2 * last.n >= folio && 2 * next.n >= folio
+            }
+            _ => false,
+        };
+        if stored_pages > 0
+            && (self.runs.is_empty() || (stored_pages >= tun.unmap_group_pages && !streaming))
+        {
+            self.pc = EvictPc::DiscardStored;
+            Step::Next
+        } else if !self.runs.is_empty() {
+            self.pc = EvictPc::Protect;
+            Step::Next
+        } else {
+            Step::Done(self.done)
+        }
+    }
+
+    pub fn step<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        match std::mem::replace(&mut self.pc, EvictPc::Pick) {
+            EvictPc::Pick => self.pick(cx),
+            EvictPc::Protect if self.run().clean => self.check_clean(cx),
+            EvictPc::Protect if self.already_protected() => {
+                self.pc = EvictPc::Store;
+                Ok(Step::Next)
+            }
+            EvictPc::Protect => self.protect(cx),
+            EvictPc::Unkeep => self.unkeep(cx),
+            EvictPc::Store if self.run().clean => self.keep_clean(cx),
+            EvictPc::Store => self.store(cx),
+            EvictPc::DiscardStored => self.discard_stored(cx),
+            EvictPc::Discard(slots) => self.discard(cx, slots),
+            EvictPc::Unprotect(slots) => self.unprotect(cx, slots),
+            EvictPc::Publish(slots) => self.publish(cx, slots),
+            EvictPc::UndoUnprotect(slots) => self.undo_unprotect(cx, slots),
+            EvictPc::UndoFree(slots) => self.undo_free(cx, slots),
+            EvictPc::UndoPublish => self.undo_publish(cx),
+            EvictPc::Wake => self.wake(cx),
+        }
+    }
+
+    /// Takes the batch's victims off the LRU and groups them into runs,
+    /// oldest first.
+    fn pick<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let mut st = cx.lock();
+        if st.forking {
+            return Ok(Step::Done(0));
+        }
+        let victims = pick_victims(&mut st, self.want, cx.env);
+        for &(base, idx, kept) in &victims {
+            if let Some(slot) = kept {
+                self.kept.insert(page_addr(base, idx), slot);
+            }
+        }
+        self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
+        // Runs are taken from the back: reverse to go oldest first.
+        self.runs.reverse();
+        for run in &self.runs {
+            st.begin(run.base);
+        }
+        if self.runs.is_empty() {
+            return Ok(Step::Done(0));
+        }
+        self.pc = EvictPc::Protect;
+        Ok(Step::Next)
+    }
+
+    /// A clean run is protected already: checks that it still is, and
+    /// mapped, so that its kept slots still hold its bytes.
+    fn check_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let intact = cx.tun.flawed(Flaw::CleanUnchecked)
+            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
+        self.pc = if intact {
+            EvictPc::Store
+        } else {
+            EvictPc::Unkeep
+        };
+        Ok(Step::Next)
+    }
+
+    /// Write-protects the current run, and the runs that continue it:
+    /// writers wait from now on.
+    fn protect<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        // One call (one TLB flush) for this run and the runs that
+        // continue it; each is still stored, unmapped and put back
+        // on its own.
+        let span = self.span();
+        let len = if cx.tun.flawed(Flaw::SpanProtectsFirstRunOnly) {
+            run.len()
+        } else {
+            span.1 - span.0
+        };
+        self.pc = match cx.env.protect(span.0, len) {
+            Ok(()) => {
+                self.protected = Some(span);
+                EvictPc::Store
+            }
+            // Nothing was protected: put the run back as it was.
+            Err(_) => EvictPc::UndoFree(Vec::new()),
+        };
+        Ok(Step::Next)
+    }
+
+    /// A clean run found written or discarded: frees the slots it kept; it
+    /// is protected and stored as any other.
+    fn unkeep<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        // The pages are ours (`Evicting`): their slots go, and they
+        // are stored from what is mapped now (zeros where
+        // discarded: the evictor's own fault maps them).
+        let run = self.run();
+        for a in (run.addr()..run.addr() + run.len()).step_by(PAGE) {
+            if let Some(slot) = self.kept.remove(&a) {
+                cx.env.free(StoreId::OWN, slot);
+            }
+        }
+        if let Some(r) = self.runs.last_mut() {
+            r.clean = false;
+        }
+        self.pc = EvictPc::Protect;
+        Ok(Step::Next)
+    }
+
+    /// A clean run stores nothing: the slots it kept are its copy.
+    fn keep_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let slots = (run.addr()..run.addr() + run.len())
+            .step_by(PAGE)
+            .filter_map(|a| self.kept.remove(&a))
+            .collect();
+        self.stored.push((run, slots));
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Copies the current run into the store.
+    fn store<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        self.pc = match cx.env.store_run(run.addr(), run.n) {
+            Ok(slots) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => EvictPc::Unprotect(slots),
+            Ok(slots) => {
+                self.stored.push((run, slots));
+                return Ok(self.next_run(cx.tun));
+            }
+            Err(_) => {
+                cx.env.count(Event::EvictFailures, run.n);
+                EvictPc::UndoUnprotect(Vec::new())
+            }
+        };
+        Ok(Step::Next)
+    }
+
+    /// Unmaps every stored run of the batch at once (one TLB flush), then
+    /// finishes them one by one.
+    fn discard_stored<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let stored = std::mem::take(&mut self.stored);
+        let ranges: Vec<(usize, usize)> = stored.iter().map(|(r, _)| (r.addr(), r.len())).collect();
+        let results = if cx.tun.flawed(Flaw::BatchUnmapsLastRunOnly) {
+            let last = ranges.len() - 1;
+            let mut r = cx.env.discard_ranges(&ranges[last..]);
+            r.splice(0..0, (0..last).map(|_| Ok(())));
+            r
+        } else {
+            cx.env.discard_ranges(&ranges)
+        };
+        debug_assert!(self.unmapped.is_empty());
+        for ((run, slots), result) in stored.into_iter().zip(results) {
+            // A run not unmapped is still mapped and protected:
+            // it stays resident.
+            if result.is_err() {
+                cx.env.count(Event::EvictFailures, run.n);
+            }
+            self.runs.push(run);
+            self.unmapped.push((slots, result.is_ok()));
+        }
+        // The last run is the current one; its entry is popped as
+        // its step is set.
+        Ok(self.advance(cx.tun))
+    }
+
+    /// Unmaps the current run alone (only the flawed variant does).
+    fn discard<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        self.pc = match cx.env.discard(run.addr(), run.len()) {
+            Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
+                return Ok(self.next_run(cx.tun));
+            }
+            Ok(()) => EvictPc::Unprotect(slots),
+            Err(_) => {
+                // Still mapped, still protected: keep it resident.
+                cx.env.count(Event::EvictFailures, run.n);
+                EvictPc::UndoUnprotect(slots)
+            }
+        };
+        Ok(Step::Next)
+    }
+
+    /// Removes the unmapped run's protection and wakes its writers.
+    fn unprotect<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.unprotect(run.addr(), run.len(), true)?;
+        self.pc = EvictPc::Publish(slots);
+        Ok(Step::Next)
+    }
+
+    /// Publishes the current run `Swapped` at its slots.
+    fn publish<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let mut st = cx.lock();
+        let clock = st.evictions;
+        let mut waiters = false;
+        if let Some(r) = st.regions.get_mut(&run.base) {
+            for (k, &slot) in slots.iter().enumerate() {
+                let p = &mut r.pages[run.first + k];
+                debug_assert_eq!(p.state, PageState::Evicting);
+                p.state = PageState::Swapped {
+                    store: StoreId::OWN,
+                    slot,
+                };
+                p.shadow = clock as u32;
+                p.armed = false;
+                p.reprieves = 0;
+                waiters |= std::mem::take(&mut p.waiters);
+            }
+        }
+        st.resident -= run.n;
+        st.evictions += run.n as u64;
+        self.done += run.n;
+        cx.env.count(Event::EvictedPages, run.n);
+        if run.clean {
+            cx.env.count(Event::EvictedClean, run.n);
+        }
+        st.end(run.base);
+        st.changed(cx.changed);
+        if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) {
+            self.pc = EvictPc::Discard(Vec::new());
+            return Ok(Step::Next);
+        }
+        if waiters {
+            self.pc = EvictPc::Wake;
+            return Ok(Step::Next);
+        }
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Puts a refused run back: removes its protection.
+    fn undo_unprotect<E: Env>(
+        &mut self,
+        cx: &Cx<E>,
+        slots: Vec<Slot>,
+    ) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.unprotect(run.addr(), run.len(), true)?;
+        self.pc = EvictPc::UndoFree(slots);
+        Ok(Step::Next)
+    }
+
+    /// Puts a refused run back: frees the slots it was given.
+    fn undo_free<E: Env>(&mut self, cx: &Cx<E>, slots: Vec<Slot>) -> Result<Step<usize>, Fatal> {
+        for s in slots {
+            cx.env.free(StoreId::OWN, s);
+        }
+        self.pc = EvictPc::UndoPublish;
+        Ok(Step::Next)
+    }
+
+    /// Puts a refused run back: resident again, and queued for reclaim.
+    fn undo_publish<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let mut st = cx.lock();
+        let mut waiters = false;
+        if let Some(r) = st.regions.get_mut(&run.base) {
+            for p in &mut r.pages[run.first..run.first + run.n] {
+                p.state = PageState::Resident;
+                waiters |= std::mem::take(&mut p.waiters);
+            }
+        }
+        for i in run.first..run.first + run.n {
+            st.push_lru(run.base, i);
+        }
+        st.end(run.base);
+        st.changed(cx.changed);
+        if waiters {
+            self.pc = EvictPc::Wake;
+            return Ok(Step::Next);
+        }
+        Ok(self.next_run(cx.tun))
+    }
+
+    /// Wakes the threads that waited on the current run.
+    fn wake<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        cx.env.wake(run.addr(), run.len())?;
+        Ok(self.next_run(cx.tun))
+    }
+}
+
+/// Takes up to `n` victims from the LRU, oldest first, marking them
+/// `Evicting`: `(region base, page index, the slot a Clean page kept)`. A
+/// page refaulted within the workingset (active) or found written by aging
+/// (reprieves left) is passed over and queued again.
+fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize, Option<Slot>)> {
+    let mut victims = Vec::new();
+    let mut budget = st.lru.len();
+    while victims.len() < n && budget > 0 {
+        budget -= 1;
+        let Some(rec) = st.lru.pop_front() else {
+            break;
+        };
+        if !st.live(&rec) {
+            continue;
+        }
+        let idx = rec.idx as usize;
+        let r = st.regions.get_mut(&rec.base).expect("live record");
+        let page = &mut r.pages[idx];
+        if r.dying || r.aging || !page.evictable() {
+            // Not now (pinned, shared, region going): keep its place.
+            st.lru.push_back(rec);
+            continue;
+        }
+        if std::mem::take(&mut page.active) {
+            env.count(Event::WorkingsetActivate, 1);
+            st.lru.push_back(rec);
+            continue;
+        }
+        if page.reprieves > 0 {
+            page.reprieves -= 1;
+            env.count(Event::WrittenReprieved, 1);
+            st.lru.push_back(rec);
+            continue;
+        }
+        let kept = match page.state {
+            PageState::Clean { slot } => Some(slot),
+            _ => None,
+        };
+        page.state = PageState::Evicting;
+        victims.push((rec.base, idx, kept));
+    }
+    victims
+}
+
+/// Groups victims into runs of neighbouring pages of one region, at most
+/// `folio` long and not crossing a folio boundary; a run is all clean or
+/// all not.
+fn group_runs(mut victims: Vec<(usize, usize, Option<Slot>)>, folio: usize) -> Vec<Run> {
+    victims.sort_unstable();
+    let mut runs: Vec<Run> = Vec::new();
+    for (base, idx, kept) in victims {
+        let clean = kept.is_some();
+        match runs.last_mut() {
+            Some(r)
+                if r.base == base
+                    && r.first + r.n == idx
+                    && r.n < folio
+                    && idx % folio != 0
+                    && r.clean == clean =>
+            {
+                r.n += 1
+            }
+            _ => runs.push(Run {
+                base,
+                first: idx,
+                n: 1,
+                clean,
+            }),
+        }
+    }
+    runs
+}

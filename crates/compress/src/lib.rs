@@ -1,7 +1,8 @@
 //! # compress — page compressors with one batch API (the kernel's crypto acomp)
 //!
 //! zswap compresses pages through a [`Compressor`]. Every compressor takes
-//! a [`Batch`] of pages. One code path serves both kinds (seed 004):
+//! a [`Batch`] of pages. One code path serves both kinds (zswap's unified
+//! batch compress for sequential and batching compressors, docs/seeds.md):
 //!
 //! * **sequential** compressors ([`Sequential`]: lz4, zstd, deflate, lzo,
 //!   lzo-rle)
@@ -9,8 +10,9 @@
 //!   the caller, like the kernel's software compressors;
 //! * **batching** compressors ([`Parallel`]) report `batch_size() > 1` and
 //!   compress a batch's pages in parallel. [`Compressor::submit`] returns at
-//!   once with a [`Pending`] that the caller polls (seed 003's async poll
-//!   mode). It is the accelerator case, run on worker threads.
+//!   once with a [`Pending`] that the caller polls (the accelerator's async
+//!   poll mode, docs/seeds.md). It is the accelerator case, run on worker
+//!   threads.
 //!
 //! ## Errors (as zswap sees them)
 //!

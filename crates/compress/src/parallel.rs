@@ -1,9 +1,10 @@
 //! The batching compressor: a batch's pages are compressed in parallel by
 //! worker threads (the accelerator's engines); `submit` returns at once and
-//! the caller polls (seed 003's async poll mode).
+//! the caller polls (the accelerator's async poll mode, docs/seeds.md).
 //!
 //! Work is queued as one job per page on a bounded queue (the device's work
-//! queue). As in seed 004's non-blocking descriptor allocation:
+//! queue). As in the accelerator driver's non-blocking descriptor
+//! allocation (with timeouts and fallbacks, docs/seeds.md):
 //!
 //! * if the queue is full at submit, that page is compressed in the caller
 //!   at once (`fallback_queue_full`);

@@ -3,8 +3,9 @@
 //! reading its memory back pays one userfaultfd round trip per folio
 //! instead of one per page.
 //!
-//! Seed 002 reads nothing ahead for pages in the pool, and this keeps that
-//! rule for faults that do not stream: a random access takes its one page.
+//! The readahead bypass for pooled pages (docs/seeds.md) reads nothing
+//! ahead for pages in the pool, and this keeps that rule for faults that
+//! do not stream: a random access takes its one page.
 //! A fault streams when its page is right next to the pages of one of the
 //! last [`RECENT`] swap-ins, and that swap-in was itself next to the one
 //! before it: three pages in a row, or the first page after (or before) a

@@ -1,6 +1,6 @@
 //! io_uring page I/O: a batch of page writes goes to the kernel in one
-//! submission and is reaped together (writeback batches, seed 004's
-//! "writeback batching").
+//! submission and is reaped together (writeback batches: the writeback
+//! batching that the zswap batching posts propose, docs/seeds.md).
 
 use crate::io::PageIo;
 use common::sync::Mutex;

@@ -1,4 +1,5 @@
-//! Compressor benchmarks on a page corpus (seeds 003/004's batching).
+//! Compressor benchmarks on a page corpus (and zswap's compress batching:
+//! batches of 8, sequential vs parallel; docs/seeds.md).
 //!
 //! * Per algorithm, one thread: compress and decompress throughput (GB/s of
 //!   pages) and ratio, counting incompressible pages at a full page, as zswap

@@ -1,4 +1,5 @@
-//! Seed 002: swap-in readahead for zswap, on a fault trace.
+//! Swap-in readahead for zswap (the bypass for pooled pages against
+//! mainline and fault-around, docs/seeds.md), on a fault trace.
 //!
 //! A process of `pages` virtual pages runs with at most `resident` of them
 //! in memory. Its accesses are runs of sequential pages starting at random
@@ -262,7 +263,8 @@ const METRICS: [Metric; 8] = [
     },
 ];
 
-/// The table in seed 002's format, with the change against mainline.
+/// The table in the readahead-bypass post's format (docs/seeds.md), with
+/// the change against mainline.
 pub fn table(rows: &[ReadaheadRow]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL);

@@ -1,10 +1,12 @@
-//! zswap store throughput, batched vs page-at-a-time (seeds 000/003/004).
+//! zswap store throughput, batched vs page-at-a-time (zswap's compress
+//! batching in stores of 8 pages, docs/seeds.md).
 //!
 //! Folios of corpus pages are swapped out into a fresh store with room for
 //! all of them, then freed. *Per-page* stores each page through its own
-//! compress call (`store_batch = 1`, mainline before seed 000); *batched*
-//! hands the compressor 8 pages at a time (`ZSWAP_MAX_BATCH_SIZE`). On the
-//! parallel backend that is the seeds' "IAA sequential" vs "IAA batching".
+//! compress call (`store_batch = 1`, mainline before compress batching);
+//! *batched* hands the compressor 8 pages at a time
+//! (`ZSWAP_MAX_BATCH_SIZE`). On the parallel backend that is the posts'
+//! "IAA sequential" vs "IAA batching".
 
 use crate::{median, BenchError, Progress};
 use comfy_table::{presets::UTF8_FULL, Cell, CellAlignment, Table};

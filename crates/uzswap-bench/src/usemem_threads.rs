@@ -1,9 +1,10 @@
 //! `uzswap bench usemem-threads` (threads; the processes variant, the
 //! seeds' own, is [`usemem`](crate::usemem)).
 //!
-//! usemem, as in seeds 003/004's "usemem30": N threads each write S bytes
-//! of realistic pages into memory limited to L, so most of it is swapped
-//! out through zswap; optionally read back and verified. Here the memory is
+//! usemem, as in the compress batching posts' "usemem30"
+//! (docs/seeds.md): N threads each write S bytes of realistic pages into
+//! memory limited to L, so most of it is swapped out through zswap;
+//! optionally read back and verified. Here the memory is
 //! a [`runtime::Region`] per thread of this process, under the runtime's
 //! resident limit `limit_bytes`. The same workload as processes under
 //! `uzswap run` is `uzswap bench usemem`, and under the kernel `uzswap

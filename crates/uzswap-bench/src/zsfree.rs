@@ -1,4 +1,5 @@
-//! Seed 001's experiment: concurrent `zs_free` with and without the pool lock.
+//! The lockless `zs_free` experiment (docs/seeds.md): concurrent `zs_free`
+//! with and without the pool lock.
 //!
 //! Each of N threads stores `bytes_per_thread` worth of typical compressed
 //! objects into one shared pool (the threads run at once, so their objects
@@ -51,7 +52,8 @@ impl ZsFreeRow {
     }
 }
 
-/// Seed 001's x86 table (i7-12700): (label, base ms, patched ms, speedup).
+/// The lockless `zs_free` post's x86 table (i7-12700, docs/seeds.md):
+/// (label, base ms, patched ms, speedup).
 pub const SEED_X86: [(&str, f64, f64, f64); 3] = [
     ("single", 11.7, 9.8, 1.19),
     ("multi 2p", 24.1, 17.2, 1.40),
@@ -186,7 +188,8 @@ fn fill(
 }
 
 impl ZsFreeReport {
-    /// The table in seed 001's format, with the seed's x86 figures beside.
+    /// The table in the lockless `zs_free` post's format, with its x86
+    /// figures beside.
     pub fn table(&self) -> Table {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL);

@@ -3,8 +3,9 @@
 //! With no arguments it runs the default job, with built-in parameters
 //! (`default_job`): a short `bench usemem` (2 processes of 96 MiB under a
 //! shared 96 MiB limit, lz4 and lzo-rle, 4K/64K/2M folios), then short runs
-//! of seed 001's `zs_free` experiment, the pool density report and seed
-//! 002's readahead comparison.
+//! of the lockless `zs_free` experiment, the pool density report and the
+//! comparison of swap-in readahead policies (the bypass for pooled pages
+//! against mainline; docs/seeds.md).
 
 mod compat;
 mod peer;
@@ -137,19 +138,23 @@ struct CaptureArgs {
 
 #[derive(Subcommand, Debug)]
 enum Bench {
-    /// Seed 001: concurrent zs_free, pool lock vs class lock only.
+    /// Concurrent zs_free, pool lock vs class lock only (class index in the
+    /// handle).
     Zsfree(ZsFreeArgs),
     /// Bytes per object the pool costs: filled, fragmented, compacted.
     Density(DensityArgs),
     /// Compressors on a page corpus: GB/s, ratio, batched vs sequential.
     Compress(CompressArgs),
-    /// zswap store throughput, batched vs page at a time (seeds 000/003/004).
+    /// zswap store throughput, batched (8 pages a compress call) vs page at
+    /// a time.
     #[command(alias = "batching")]
     Store(StoreArgs),
-    /// Swap-in readahead policies on a fault trace (seed 002).
+    /// Swap-in readahead policies on a fault trace (mainline, no readahead
+    /// for pooled pages, disk-only with fault-around).
     Readahead(ReadaheadArgs),
     /// usemem: processes under `uzswap run` writing more memory than the
-    /// limit, per compressor and folio size (seeds 003/004's usemem30).
+    /// limit, per compressor and folio size (usemem30 of the compress
+    /// batching posts, scaled down).
     Usemem(peer::UsememArgs),
     /// usemem under uzswap and under the kernel's zswap and zram, side by
     /// side (root).

@@ -10,9 +10,10 @@
 //! 64 at a time into one `process_madvise(MADV_DONTNEED)` (one TLB flush
 //! for all of them; `madvise` per run where the kernel refuses it). One
 //! `madvise` per run was a shootdown IPI per run to every CPU running
-//! another thread of the process: 90% of seed 001's free phase, and the
-//! reason the seed's design, whose freeing threads never wait on each
-//! other, measured slower than mainline's (BENCHMARKS.md). So the
+//! another thread of the process: 90% of the lockless `zs_free`
+//! experiment's free phase, and the reason that design, whose freeing
+//! threads never wait on each other, measured slower than mainline's
+//! (BENCHMARKS.md). So the
 //! process's RSS follows the pool's size to within `free_page_cache` pages
 //! (`None`: never given back).
 //!

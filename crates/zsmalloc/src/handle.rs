@@ -12,9 +12,10 @@
 //! ```
 //!
 //! Migration (compaction) rewrites `pfn`/`obj_idx` but never `class_idx`, so a
-//! lockless read of the slot always yields the right size class (seed 001,
-//! patch 1). The generation is bumped each time the slot is freed, so stale
-//! or forged handles are detected instead of touching another object.
+//! lockless read of the slot always yields the right size class (the class
+//! index encoded in the handle, docs/seeds.md). The generation is bumped
+//! each time the slot is freed, so stale or forged handles are detected
+//! instead of touching another object.
 
 use crate::class::ZS_MAX_OBJS_PER_ZSPAGE;
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -62,7 +63,8 @@ const OBJ_ALLOCATED_TAG: u64 = 1;
 const _: () = assert!(ZS_MAX_OBJS_PER_ZSPAGE <= 1 << OBJ_IDX_BITS);
 const _: () = assert!(crate::class::ZS_SIZE_CLASSES <= 1 << CLASS_BITS);
 
-/// Where an object lives: the encoded `obj` value of seed 001.
+/// Where an object lives: the encoded `obj` value, class index included
+/// (docs/seeds.md).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct ObjLocation(u64);
 

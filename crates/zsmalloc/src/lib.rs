@@ -1,11 +1,12 @@
 //! # zsmalloc — a user-space re-implementation of mm/zsmalloc.c
 //!
 //! A pool that stores compressed pages (objects of 1..=4096 bytes) densely
-//! in size-classed *zspages*, with the `zs_free` design of seed 001 (the
-//! size-class index encoded in the object location so `free` needs no pool
-//! lock; zspage pages released after the class lock is dropped). The mainline
-//! design stays selectable ([`FreePath::PoolLock`], [`PageRelease::UnderClassLock`])
-//! so the two can be measured side by side.
+//! in size-classed *zspages*, with the lockless `zs_free` design
+//! (docs/seeds.md: the size-class index encoded in the object location so
+//! `free` needs no pool lock; zspage pages released after the class lock
+//! is dropped). The mainline design stays selectable
+//! ([`FreePath::PoolLock`], [`PageRelease::UnderClassLock`]) so the two can
+//! be measured side by side.
 //!
 //! ## Design
 //!

@@ -10,24 +10,28 @@ use crate::zspage::{
 };
 use crate::Error;
 
-/// How `free` finds the size class of a handle (seed 001, patches 1–2).
+/// How `free` finds the size class of a handle (the class index in the
+/// handle, and `zs_free` without the pool lock; docs/seeds.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FreePath {
-    /// Mainline before seed 001: take the pool lock for reading, follow the
-    /// object's page to its zspage and class, lock the class, drop the pool
-    /// lock.
+    /// Mainline before the lockless `zs_free`: take the pool lock for
+    /// reading, follow the object's page to its zspage and class, lock the
+    /// class, drop the pool lock.
     PoolLock,
-    /// Seed 001: read the class index from the location word without any
-    /// lock, lock only that class, re-read the word under the class lock.
+    /// Lockless `zs_free`: read the class index from the location word
+    /// without any lock, lock only that class, re-read the word under the
+    /// class lock.
     ClassLockOnly,
 }
 
-/// When an emptied zspage's pages go back to the arena (seed 001, patch 3).
+/// When an emptied zspage's pages go back to the arena (the class lock
+/// dropped before the pages are freed; docs/seeds.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PageRelease {
     /// Mainline: while still holding the class lock.
     UnderClassLock,
-    /// Seed 001: bookkeeping under the class lock, page release after it.
+    /// Lockless `zs_free`: bookkeeping under the class lock, page release
+    /// after it.
     AfterClassUnlock,
 }
 
@@ -59,7 +63,7 @@ impl Config {
     /// 2 MiB of free pages stay resident.
     pub const DEFAULT_FREE_PAGE_CACHE: usize = 512;
 
-    /// Mainline zsmalloc before seed 001 (the "Base" column).
+    /// Mainline zsmalloc before the lockless `zs_free` (the "Base" column).
     pub fn baseline() -> Self {
         Self {
             arena_bytes: Self::DEFAULT_ARENA,
@@ -70,7 +74,9 @@ impl Config {
         }
     }
 
-    /// All three patches of seed 001 (the "Patched" column); the default.
+    /// All three changes of the lockless `zs_free` (class index in the
+    /// handle, no pool lock in `free`, pages released after the class
+    /// lock: the "Patched" column); the default.
     pub fn seed001() -> Self {
         Self {
             free_path: FreePath::ClassLockOnly,

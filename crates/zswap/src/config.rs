@@ -6,14 +6,16 @@ use std::path::PathBuf;
 /// Which neighbours a swap-in reads ahead (`swapin_readahead`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Readahead {
-    /// Mainline before seed 002: read the page's whole cluster, from zswap
-    /// or disk, whatever holds the faulting page.
+    /// Mainline before the readahead bypass for pooled pages
+    /// (docs/seeds.md): read the page's whole cluster, from zswap or disk,
+    /// whatever holds the faulting page.
     Always,
-    /// Seed 002: no readahead when the faulting page is in zswap; a
-    /// faulting page on disk reads its cluster as before.
+    /// The readahead bypass for pooled pages: no readahead when the
+    /// faulting page is in zswap; a faulting page on disk reads its cluster
+    /// as before.
     BypassZswap,
-    /// Seed 002 plus its follow-up: as `BypassZswap`, and the cluster read
-    /// for a page on disk skips neighbours that sit in zswap.
+    /// The bypass plus its follow-up: as `BypassZswap`, and the cluster
+    /// read for a page on disk skips neighbours that sit in zswap.
     DiskOnly,
     /// No readahead at all.
     Off,
@@ -65,7 +67,7 @@ pub struct Config {
     /// The memory size `max_pool_percent` is taken of.
     pub total_ram_bytes: usize,
     /// Pages stored per compression batch: `ZSWAP_MAX_BATCH_SIZE` (8), or 1
-    /// for the page-at-a-time path of mainline before seed 000.
+    /// for the page-at-a-time path of mainline before compress batching.
     pub store_batch: usize,
     /// `vm.page-cluster`: readahead reads clusters of `2^page_cluster` pages.
     pub page_cluster: u32,

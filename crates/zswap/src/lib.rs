@@ -6,9 +6,9 @@
 //! * **zswap** (`zswap` module, mm/zswap.c): a tree from swap offset to
 //!   entry (compressed object in a zsmalloc pool); `store` takes a folio in
 //!   batches of `store_batch` pages (`ZSWAP_MAX_BATCH_SIZE`, 8) through the
-//!   compressor's one batch path (seed 000), as `prepare` (compress into
-//!   the pool: no offset named, no slot lock needed) then `commit`
-//!   (publish at the offsets). A page that does not compress
+//!   compressor's one batch path (compress batching, docs/seeds.md), as
+//!   `prepare` (compress into the pool: no offset named, no slot lock
+//!   needed) then `commit` (publish at the offsets). A page that does not compress
 //!   is stored raw if writeback is on, else the folio is rejected
 //!   (`reject_compress_poor` / `reject_compress_fail`; `reject_alloc_fail`
 //!   when the pool cannot allocate). Loads are exclusive (the entry goes).
@@ -18,7 +18,8 @@
 //!   zero-filled pages become a bit in a zero map (no allocation);
 //!   rejected folios go to the swap file ([`swapfile::SwapFile`]); swap-in
 //!   looks in the swap cache, the zero map, zswap, then the file, reading
-//!   ahead by the [`Readahead`] policy (seed 002: none for pages in zswap);
+//!   ahead by the [`Readahead`] policy (by default none for pages in
+//!   zswap: the readahead bypass for pooled pages, docs/seeds.md);
 //!   fault-around ([`Swap::swap_in_around`]) hands the caller's own
 //!   neighbouring pages that readahead brought in; a shrinker thread
 //!   writes back cold zswap pages in batches when the pool is full.

@@ -275,10 +275,12 @@ impl Swap {
         self.swap_in_around(offset, page, &[], &mut Vec::new())
     }
 
-    /// [`Swap::swap_in`] with fault-around (seed 002's follow-up): of the
-    /// caller's `neighbours` (the swap offsets of the virtual pages around
-    /// the fault that are swapped out), those now in the swap cache are
-    /// handed over in `around` to be mapped at once, and their slots freed.
+    /// [`Swap::swap_in`] with fault-around (mapping the read-ahead
+    /// neighbours in the same fault, the readahead bypass's follow-up in
+    /// docs/seeds.md): of the caller's `neighbours` (the swap offsets of
+    /// the virtual pages around the fault that are swapped out), those now
+    /// in the swap cache are handed over in `around` to be mapped at once,
+    /// and their slots freed.
     pub fn swap_in_around(
         &self,
         offset: u64,

@@ -262,7 +262,9 @@ impl Zswap {
         self.compressor.reads_pages_in_caller()
     }
 
-    /// Moves one compressed batch into the pool (seed 000's rules).
+    /// Moves one compressed batch into the pool, with batched compress's
+    /// rules: without writeback, a batch with a page that failed is
+    /// rejected whole; with it, such a page is stored raw.
     fn store_batch(
         &self,
         pages: &[&[u8]],

@@ -135,6 +135,34 @@ fn a_fault_leaves_errno_as_it_was() {
     }
 }
 
+/// `--max-slowdown` finds a limit without being given one: a program that
+/// keeps 1 MiB of its 96 MiB hot waits on uzswap for next to nothing
+/// while its cold pages go, so the controller lowers the limit under what
+/// it holds, until its resident set is under half of what it wrote (the
+/// program watches its own RSS, with a 60 s bound) and every byte reads
+/// back.
+#[test]
+fn max_slowdown_finds_a_limit_under_a_cold_working_set() {
+    let bin = compile_c("coldset", &tempdir("coldset"));
+    let (out, f) = run(
+        &["--max-slowdown", "10%"],
+        &[bin.to_str().unwrap(), "96", "60"],
+        "coldset",
+    );
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("coldset: ok"), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("uzswap: limit found:"), "{}", text(&out.stderr));
+    let rt = &f.total.runtime;
+    assert!(rt.evicted_pages > 96 * 256 / 2, "{f:?}");
+    assert_eq!(rt.evict_failures, 0, "{f:?}");
+}
+
 /// `realloc` grows a region where it is: a buffer doubled from 128 KiB to
 /// 64 MiB under an 8M limit never moves (nothing else is carved behind
 /// it), so no page is copied or brought back in to move it, and every

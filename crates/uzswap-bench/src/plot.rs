@@ -61,6 +61,82 @@ const COLORS: [RGBColor; 5] = [
     RGBColor(148, 103, 189),
 ];
 
+/// A line over time: its name and its points (seconds, value).
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Panels of lines over a shared time axis, one above the other, written
+/// to `path` (PNG): each panel its title, its unit, and its lines.
+pub fn timeline(
+    path: &Path,
+    title: &str,
+    panels: &[(&str, &str, Vec<Line>)],
+) -> Result<(), BenchError> {
+    let end = panels
+        .iter()
+        .flat_map(|(_, _, lines)| lines.iter())
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    if panels.is_empty() || end <= 0.0 {
+        return Err(err("nothing to plot"));
+    }
+    font()?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+    }
+    let root = BitMapBackend::new(path, (1000, 60 + 320 * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    for (area, (name, unit, lines)) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        let top = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max)
+            .max(1e-9)
+            * 1.15;
+        let mut chart = ChartBuilder::on(area)
+            .caption(*name, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..end, 0.0..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc(*unit)
+            .y_label_formatter(&|v| pretty(*v))
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        for (k, line) in lines.iter().enumerate() {
+            let c = COLORS[k % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    line.points.iter().copied(),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(line.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
 /// A horizontal bar chart written to `path` (PNG), with each value printed
 /// at its bar's end.
 pub fn bars(path: &Path, title: &str, unit: &str, bars: &[Bar]) -> Result<(), BenchError> {

@@ -11,6 +11,16 @@ pub fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 512M, 64K, 2G)"))
 }
 
+/// A size to read, not to parse back: 23.5G, 496.3M, 12K.
+fn shown(bytes: usize) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M")] {
+        if bytes >= 1 << shift {
+            return format!("{:.1}{unit}", bytes as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{}K", bytes >> 10)
+}
+
 /// A slowdown in percent (`5%` or `5`), as a fraction (0.05).
 pub fn percent_arg(s: &str) -> Result<f64, String> {
     let n: f64 = s
@@ -200,6 +210,10 @@ pub struct RunArgs {
     /// wait more; --limit is then the ceiling
     #[arg(long, value_parser = percent_arg)]
     pub max_slowdown: Option<f64>,
+    /// With --max-slowdown: draw the limit found, the run's charge and the
+    /// stall share over time to this PNG file
+    #[arg(long, requires = "max_slowdown")]
+    pub plot: Option<PathBuf>,
     /// Print nothing of uzswap's own (the program's exit code still passes).
     #[arg(long, short)]
     pub quiet: bool,
@@ -361,7 +375,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             Some(s) => format!(
                 "the limit found for a {}% slowdown (ceiling {})",
                 s * 100.0,
-                format_size(settings.limit_bytes)
+                shown(settings.limit_bytes)
             ),
             None => format!("a {} limit", format_size(settings.limit_bytes)),
         };
@@ -408,17 +422,23 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         if !outcome.processes.is_empty() {
             eprintln!(
                 "uzswap: peak RSS {} (the largest process, all its memory), limit {}",
-                format_size(outcome.max_rss_bytes() as usize),
-                format_size(settings.limit_bytes),
+                shown(outcome.max_rss_bytes() as usize),
+                shown(settings.limit_bytes),
             );
+        }
+        if let (Some(samples), Some(path)) = (&outcome.control, &a.plot) {
+            match plot_control(path, samples, job.max_slowdown.unwrap_or_default()) {
+                Ok(()) => eprintln!("uzswap: drew {}", path.display()),
+                Err(e) => eprintln!("uzswap: --plot {}: {e}", path.display()),
+            }
         }
         if let Some(samples) = &outcome.control {
             let s = launch::control::summarize(samples);
             eprintln!(
                 "uzswap: limit found: {} at the end, {} at the lowest; charge {} on average; threads waited on uzswap {:.1}% of the time ({} ticks of {} ms)",
-                format_size(s.end_limit_bytes),
-                format_size(s.min_limit_bytes),
-                format_size(s.mean_charge_bytes),
+                shown(s.end_limit_bytes),
+                shown(s.min_limit_bytes),
+                shown(s.mean_charge_bytes),
                 100.0 * s.stall_share,
                 samples.len(),
                 launch::control::TICK.as_millis(),
@@ -434,6 +454,46 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         }
     }
     Ok(outcome.exit_code())
+}
+
+/// Draws a controlled run's ticks: limit and charge (MiB), and the stall
+/// share (%) beside the target.
+fn plot_control(
+    path: &std::path::Path,
+    samples: &[launch::control::Sample],
+    slowdown: f64,
+) -> Result<(), String> {
+    use uzswap_bench::plot::{timeline, Line};
+    let mib = |pages: usize| pages as f64 * 4096.0 / (1 << 20) as f64;
+    let line = |name: &str, f: &dyn Fn(&launch::control::Sample) -> f64| Line {
+        name: name.into(),
+        points: samples.iter().map(|s| (s.at.as_secs_f64(), f(s))).collect(),
+    };
+    let target = 100.0 * slowdown / (1.0 + slowdown);
+    let panels = [
+        (
+            "memory",
+            "MiB",
+            vec![
+                line("limit found", &|s| mib(s.limit_pages)),
+                line("charge (resident + pool)", &|s| mib(s.charge_pages)),
+            ],
+        ),
+        (
+            "time waiting on uzswap",
+            "% of wall time",
+            vec![
+                line("stall share", &|s| 100.0 * s.stall_share),
+                line("target", &|_| target),
+            ],
+        ),
+    ];
+    timeline(
+        path,
+        &format!("uzswap run --max-slowdown {}%", slowdown * 100.0),
+        &panels,
+    )
+    .map_err(|e| e.to_string())
 }
 
 pub fn stats(pid: u32, raw: bool) -> Result<(), String> {
@@ -466,6 +526,17 @@ mod tests {
 
     /// Every variable's flag is a flag of `uzswap run`: an error about a
     /// variable names a flag the user can find.
+    #[test]
+    fn sizes_and_percentages_read_as_people_write_them() {
+        assert_eq!(shown(24_684_084 << 10), "23.5G");
+        assert_eq!(shown(512 << 20), "512.0M");
+        assert_eq!(shown(12 << 10), "12K");
+        assert_eq!(percent_arg("5%"), Ok(0.05));
+        assert_eq!(percent_arg(" 10 "), Ok(0.10));
+        assert!(percent_arg("0%").is_err());
+        assert!(percent_arg("five").is_err());
+    }
+
     #[test]
     fn every_variable_with_a_flag_has_it_in_uzswap_run() {
         let cmd = Cli::command();

@@ -156,8 +156,16 @@ fn max_slowdown_finds_a_limit_under_a_cold_working_set() {
         text(&out.stdout),
         text(&out.stderr)
     );
-    assert!(text(&out.stdout).contains("coldset: ok"), "{}", text(&out.stdout));
-    assert!(text(&out.stderr).contains("uzswap: limit found:"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("coldset: ok"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("uzswap: limit found:"),
+        "{}",
+        text(&out.stderr)
+    );
     let rt = &f.total.runtime;
     assert!(rt.evicted_pages > 96 * 256 / 2, "{f:?}");
     assert_eq!(rt.evict_failures, 0, "{f:?}");

@@ -187,6 +187,9 @@ pub mod filter;
 mod handler;
 pub mod nr;
 mod piecewise;
+mod pins;
+mod proc_mem;
+mod state;
 pub mod syscalls;
 pub mod trampoline;
 
@@ -194,8 +197,9 @@ pub use counters::{counters, unknown_numbers, Counters};
 pub use filter::{IndirectPolicy, TRAP_DATA};
 pub use handler::{
     chain_handler_for_program, guarded_syscall, handler_installed, keep_unblocked, sanitize_sigset,
-    PinToken, Pinner, MAX_PINS,
 };
+pub use pins::MAX_PINS;
+pub use state::{PinToken, Pinner};
 pub use syscalls::{for_each_buffer, Access, Buffer, Coverage, TrapRule, UserMem};
 
 use std::ops::Range;
@@ -315,7 +319,7 @@ pub fn install_with(
         protect_sigsys: config.protect_sigsys,
     };
     let prog = filter::build(&spec)?;
-    let state = handler::State {
+    let state = state::State {
         lo: arena.start,
         hi: arena.end,
         pinner,
@@ -335,7 +339,7 @@ pub fn install_with(
     if !blocked.is_empty() {
         return Err(GuardError::SigsysBlocked(blocked));
     }
-    if handler::STATE.set(state).is_err() {
+    if state::STATE.set(state).is_err() {
         return Err(GuardError::AlreadyInstalled);
     }
     handler::install_handler().map_err(GuardError::Sigaction)?;
@@ -406,5 +410,5 @@ pub fn threads_blocking_sigsys() -> Vec<i32> {
 
 /// The installed guard's arena, if any.
 pub fn arena() -> Option<Range<usize>> {
-    handler::STATE.get().map(|s| s.lo..s.hi)
+    state::STATE.get().map(|s| s.lo..s.hi)
 }

@@ -8,6 +8,7 @@ pub(crate) const STATFS: u64 = 120;
 pub(crate) const TIMESPEC: u64 = 16;
 pub(crate) const TIMEVAL: u64 = 16;
 pub(crate) const TIMEZONE: u64 = 8;
+pub(crate) const UTIMBUF: u64 = 16;
 pub(crate) const ITIMERSPEC: u64 = 32;
 pub(crate) const ITIMERVAL: u64 = 32;
 pub(crate) const POLLFD: u64 = 8;
@@ -45,3 +46,8 @@ pub(crate) const KERNEL_TERMIO: u64 = 18;
 pub(crate) const WINSIZE: u64 = 8;
 pub(crate) const IFREQ: u64 = 40;
 pub(crate) const SOCK_FPROG: u64 = 16;
+/// `struct { const sigset_t *ss; size_t ss_len; }` of `pselect6` and
+/// `io_pgetevents`.
+pub(crate) const SIGMASK: u64 = 16;
+/// `struct io_uring_params`.
+pub(crate) const IO_URING_PARAMS: u64 = 120;

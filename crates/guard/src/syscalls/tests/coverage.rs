@@ -276,3 +276,17 @@ fn numbers_match_libc() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// Every row of the table is a known x86_64 call, and the rows the filter
+/// never traps are the documented ones.
+#[test]
+fn rows_are_known_calls_and_untrapped_rows_are_documented() {
+    let not_trapped: Vec<i64> = NOT_TRAPPED.iter().map(|&(n, _)| n).collect();
+    for spec in crate::syscalls::table::TABLE {
+        let name = name(spec.nr).unwrap_or_else(|| panic!("row {} is no x86_64 call", spec.nr));
+        assert!(in_table(spec.nr) || spec.nr == nr::IO_URING_ENTER, "{name}");
+        if spec.trap == crate::syscalls::spec::Trap::Never {
+            assert!(not_trapped.contains(&spec.nr), "{name} is not trapped");
+        }
+    }
+}

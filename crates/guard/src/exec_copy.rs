@@ -27,8 +27,10 @@
 //! `EFAULT`, as the kernel would).
 
 use crate::counters::{self, bump};
-use crate::handler::{with_pinned, ProcMem, State};
 use crate::nr;
+use crate::pins::with_pinned;
+use crate::proc_mem::ProcMem;
+use crate::state::State;
 use crate::syscalls::MAX_ARG_STRLEN;
 use crate::trampoline::syscall6;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -291,7 +293,7 @@ impl Writer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::tests::state;
+    use crate::pins::tests::state;
 
     /// `pages` page-aligned, zeroed pages standing in for the arena.
     fn arena(pages: usize) -> &'static mut [u8] {

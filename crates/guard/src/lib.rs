@@ -24,6 +24,10 @@
 //!    iovecs, `msghdr`/`mmsghdr`, ioctl `_IOC` encodings and a table of
 //!    legacy ioctls), and in which direction. [`syscalls::for_each_buffer`]
 //!    reports them; [`syscalls::trap_rule`] says when the filter traps.
+//!    The table is data (`syscalls/table.rs`: one descriptor per call, of
+//!    the kinds in `syscalls/spec.rs`); the structures walked through
+//!    memory are in `syscalls/buffers.rs`, the calls that need code in
+//!    `syscalls/special.rs`, the ioctl requests in `syscalls/ioctl.rs`.
 //! 2. [`filter`]: a seccomp classic-BPF program: x86_64 only; a call whose
 //!    instruction pointer is the trampoline's is allowed; a call with a rule
 //!    is trapped (`SECCOMP_RET_TRAP | TRAP_DATA`) when a direct pointer
@@ -34,19 +38,28 @@
 //! 3. [`trampoline`]: [`trampoline::guard_syscall`], around the one
 //!    `syscall` instruction the filter lets through (its return address is
 //!    [`trampoline::syscall_return_address`]).
-//! 4. The SIGSYS handler (`handler`): reads the number and arguments from
-//!    the signal frame, pins every arena buffer of the call through the
-//!    runtime's [`Pinner`] (which faults the pages in, writable when the
-//!    kernel will write, and keeps them from being evicted or
+//! 4. The SIGSYS handler (`handler/mod.rs`): reads the number and
+//!    arguments from the signal frame, pins every arena buffer of the call
+//!    through the runtime's [`Pinner`] (which faults the pages in, writable
+//!    when the kernel will write, and keeps them from being evicted or
 //!    write-protected), issues the call through the trampoline, stores the
-//!    result in the frame's RAX, and unpins. A `read`, `write`, `pread64`,
-//!    `pwrite64` or vectored read or write (`readv` … `pwritev2`) of more
-//!    than 4 MiB on a regular file is issued in 4 MiB pieces (`piecewise`),
-//!    each pinned for its own call only, so that one call never holds a
-//!    whole large buffer resident past the limit (the result is the
-//!    pieces' sum; a short or failed piece ends it, as a short count would).
-//!    Signals that are not its traps go to the program's own SIGSYS
-//!    handler ([`chain_handler_for_program`]).
+//!    result in the frame's RAX, and unpins (`handler/reissue.rs`; the pins
+//!    of one call are `pins.rs`'s, the program's memory is read through
+//!    `proc_mem.rs`). A `read`, `write`, `pread64`, `pwrite64` or vectored
+//!    read or write (`readv` … `pwritev2`) of more than 4 MiB on a regular
+//!    file is issued in 4 MiB pieces (`piecewise`), each pinned for its own
+//!    call only, so that one call never holds a whole large buffer resident
+//!    past the limit (the result is the pieces' sum; a short or failed piece
+//!    ends it, as a short count would).
+//!    A `vfork` child's `execve` runs on copies of its strings made out of
+//!    the arena (`exec_copy`), since its pins would never be released.
+//!    The signal protection's `rt_sigprocmask`/`rt_sigaction` traps are
+//!    emulated (`handler/emulate.rs`); signals that are not its traps go to
+//!    the program's own SIGSYS handler ([`chain_handler_for_program`],
+//!    `handler/chain.rs`). Dependencies run one way: the handler uses
+//!    `piecewise` and `exec_copy`, and all three use `pins`, `proc_mem` and
+//!    `state` (the [`Pinner`] and the installed arena), which import none
+//!    of them.
 //! 5. [`counters()`]: traps, unknown calls, overflows, chained signals.
 //!
 //! # What is covered, what is not
@@ -91,7 +104,7 @@
 //!   the C library; with `ArrayInArena`, those whose arrays are not in the
 //!   arena. 32-bit `int 0x80` calls and the x32 ABI.
 //! * System calls not in the table are reported as `Coverage::Unknown` and
-//!   counted by number ([`Counters::unknown_numbers`]).
+//!   counted by number ([`unknown_numbers`]).
 //!
 //! # Async-signal-safety
 //!
@@ -187,6 +200,9 @@ pub mod filter;
 mod handler;
 pub mod nr;
 mod piecewise;
+mod pins;
+mod proc_mem;
+mod state;
 pub mod syscalls;
 pub mod trampoline;
 
@@ -194,8 +210,9 @@ pub use counters::{counters, unknown_numbers, Counters};
 pub use filter::{IndirectPolicy, TRAP_DATA};
 pub use handler::{
     chain_handler_for_program, guarded_syscall, handler_installed, keep_unblocked, sanitize_sigset,
-    PinToken, Pinner, MAX_PINS,
 };
+pub use pins::MAX_PINS;
+pub use state::{PinToken, Pinner};
 pub use syscalls::{for_each_buffer, Access, Buffer, Coverage, TrapRule, UserMem};
 
 use std::ops::Range;
@@ -315,7 +332,7 @@ pub fn install_with(
         protect_sigsys: config.protect_sigsys,
     };
     let prog = filter::build(&spec)?;
-    let state = handler::State {
+    let state = state::State {
         lo: arena.start,
         hi: arena.end,
         pinner,
@@ -335,7 +352,7 @@ pub fn install_with(
     if !blocked.is_empty() {
         return Err(GuardError::SigsysBlocked(blocked));
     }
-    if handler::STATE.set(state).is_err() {
+    if state::STATE.set(state).is_err() {
         return Err(GuardError::AlreadyInstalled);
     }
     handler::install_handler().map_err(GuardError::Sigaction)?;
@@ -406,5 +423,5 @@ pub fn threads_blocking_sigsys() -> Vec<i32> {
 
 /// The installed guard's arena, if any.
 pub fn arena() -> Option<Range<usize>> {
-    handler::STATE.get().map(|s| s.lo..s.hi)
+    state::STATE.get().map(|s| s.lo..s.hi)
 }

@@ -17,8 +17,10 @@
 //! the ordinary path whole, where the kernel gives its own answer.
 
 use crate::counters::{self, bump};
-use crate::handler::{with_pinned, with_pinned_ranges, ProcMem, State};
 use crate::nr;
+use crate::pins::{with_pinned, with_pinned_ranges};
+use crate::proc_mem::ProcMem;
+use crate::state::State;
 use crate::syscalls::{UserMem, IOVEC, MAX_RW_COUNT, UIO_MAXIOV};
 use crate::trampoline::syscall6;
 

@@ -18,8 +18,10 @@
 //! charge it.
 
 use super::cases::{Case, Ctx, Scale, Sizes};
+use super::outputs::{failure, program_error, sha256};
 use super::proc::{self, Job, Measured, User};
-use super::{human_size, make_dir, readable_by_all, sha256, Work};
+use super::summary::{csv_field, human_size};
+use super::work::{locate_tools, make_dir, readable_by_all, Work};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use std::path::{Path, PathBuf};
@@ -167,7 +169,7 @@ pub fn faults(a: &FaultsArgs) -> Result<bool, String> {
     }
     let work = create_work(&programs)?;
     let me = User::Invoker(proc::invoker_name());
-    let tools = super::locate_tools(&work, std::slice::from_ref(&me))?;
+    let tools = locate_tools(&work, std::slice::from_ref(&me))?;
     proc::end_commands_on_interrupt();
     println!(
         "uzswap bench faults: random page access over {}, limits of 1/{} of it; {} runs each of {}; compressor {}",
@@ -468,7 +470,7 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     }
     let work = create_work(a)?;
     let me = User::Invoker(proc::invoker_name());
-    let tools = super::locate_tools(&work, std::slice::from_ref(&me))?;
+    let tools = locate_tools(&work, std::slice::from_ref(&me))?;
     proc::end_commands_on_interrupt();
     println!(
         "uzswap bench programs ({}): {} programs, {} runs each of {}; compressor {}; work folder {}",
@@ -813,7 +815,7 @@ fn problem(case: &Case, m: &Measured, dir: &Path, reference: Option<&Path>) -> O
     }
     if m.code != 0 {
         let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
-        return Some(super::failure(m.code, &super::program_error(&stderr)));
+        return Some(failure(m.code, &program_error(&stderr)));
     }
     let reference = reference?;
     let read = |d: &Path| std::fs::read(d.join("stdout")).ok();
@@ -1025,7 +1027,7 @@ fn csv(rows: &[CsvRow]) -> String {
             s.swapped_in.to_string(),
             s.problem.clone().unwrap_or_default(),
         ];
-        let line: Vec<String> = fields.iter().map(|f| super::csv_field(f)).collect();
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }

@@ -40,13 +40,18 @@
 //! * `check.rs`: the paging and peak-RSS evidence, and the verdicts.
 //! * `progress.rs` and `summary.rs`: what the user sees while it runs and
 //!   after (tables, summary, CSV).
-//! * `bench.rs`: `uzswap bench programs` and `uzswap bench faults`, the
-//!   same cases beside the kernel's zswap.
+//! * `uzswap bench programs` (`bench.rs`) and `uzswap bench faults`
+//!   (`faults.rs`) run the same cases beside the kernel's zswap, through
+//!   `bench_runs.rs` (the systems and their runs) and `bench_output.rs`
+//!   (CSV, chart, result).
 
 pub mod bench;
+mod bench_output;
+mod bench_runs;
 mod cases;
 mod check;
 mod expectations;
+pub mod faults;
 mod gen;
 mod outputs;
 mod proc;

@@ -88,15 +88,20 @@
 //! and the runtime's threads never take it.
 
 mod core_dump;
+mod gate;
 mod guarded_io;
 mod hooks;
 mod jemalloc_api;
 mod libc_alloc;
 mod next_alloc;
 mod preload;
+mod regions;
+mod reservations;
+mod setup;
 mod sigbus;
 mod small_heap;
 mod stats;
+mod syscall_guard;
 
 #[global_allocator]
 static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
@@ -111,7 +116,7 @@ extern "C" fn on_load() {
         core_dump::arm();
     });
     core_dump::look_up();
-    preload::no_unwind("load", preload::load_settings);
+    preload::no_unwind("load", setup::load_settings);
 }
 
 /// Runs at exit: writes the final counters.

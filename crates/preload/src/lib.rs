@@ -100,6 +100,7 @@ mod reservations;
 mod setup;
 mod sigbus;
 mod small_heap;
+mod start;
 mod stats;
 mod syscall_guard;
 
@@ -108,10 +109,10 @@ static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
 
 /// Runs when the library is loaded: the stats server and complete core
 /// dumps are set to start with the runtime (`stats` and `core_dump` depend
-/// on `preload`, never the reverse), and the settings are read (a bad one
-/// stops the program with a clear message).
+/// on `preload` and `start`, never the reverse), and the settings are read
+/// (a bad one stops the program with a clear message).
 extern "C" fn on_load() {
-    preload::on_runtime_start(|| {
+    start::on_runtime_start(|| {
         stats::start_server();
         core_dump::arm();
     });

@@ -1,13 +1,14 @@
 //! The process-wide state: the settings, the runtime and the table of
 //! regions handed to the program, whether this process owns the runtime,
-//! and how a hook ends the program rather than unwind.
+//! and how a hook ends the program rather than unwind. It imports no other
+//! module of the library.
 //!
-//! What the hooks do with it is in the modules built on it:
-//! `syscall_guard.rs`, `regions.rs`, `reservations.rs`, and `setup.rs`
-//! (load and fork), the one that configures the small-object heap. The
-//! heap (`small_heap.rs`) and the program's allocator (`next_alloc.rs`)
-//! sit on this module, `gate.rs` and `regions.rs`, none of which imports
-//! them back.
+//! What the hooks do with it is in the modules built on it: `start.rs`
+//! (the runtime's start), `syscall_guard.rs`, `regions.rs`,
+//! `reservations.rs`, and `setup.rs` (load and fork), the one that
+//! configures the small-object heap. The heap (`small_heap.rs`) and the
+//! program's allocator (`next_alloc.rs`) sit on this module, `gate.rs`,
+//! `start.rs` and `regions.rs`, none of which imports them back.
 
 use launch::report::ProgramCounters;
 use launch::Settings;
@@ -22,7 +23,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// settings are read (everything passes through before that).
 pub(crate) static MIN_ALLOC: AtomicUsize = AtomicUsize::new(usize::MAX);
 pub(crate) static SETTINGS: OnceLock<Settings> = OnceLock::new();
-static PRELOAD: OnceLock<Preload> = OnceLock::new();
+pub(crate) static PRELOAD: OnceLock<Preload> = OnceLock::new();
 /// The process the runtime was made (or, after a fork, adopted) for. A
 /// `vfork` child shares its parent's memory and runtime: it must not
 /// report or use them as its own.
@@ -80,7 +81,7 @@ impl std::ops::DerefMut for Tables {
 /// The runtime and what the program holds of it.
 pub struct Preload {
     pub runtime: Runtime,
-    table: Mutex<Tables>,
+    pub(crate) table: Mutex<Tables>,
     pub settings: Settings,
     /// `region_allocs` and `regions_released` (the report's other program
     /// figures are filled in when it is made).
@@ -115,47 +116,6 @@ pub fn no_unwind<T>(hook: &str, f: impl FnOnce() -> T) -> T {
             runtime::fatal::die(&format!("panic in the {hook} hook: {msg}"))
         }
     }
-}
-
-/// What runs when a runtime starts in this process (at first use, and
-/// again in a forked child, which has a runtime of its own). Set once at
-/// load (`lib.rs`: the stats server): the regions know nothing of who
-/// reports on them.
-static ON_RUNTIME_START: OnceLock<fn()> = OnceLock::new();
-
-/// Sets what runs when a runtime starts (once; later calls are ignored).
-pub fn on_runtime_start(f: fn()) {
-    let _ = ON_RUNTIME_START.set(f);
-}
-
-pub(crate) fn runtime_started() {
-    if let Some(f) = ON_RUNTIME_START.get() {
-        f();
-    }
-}
-
-/// The runtime, started on first use: its fault and reclaim threads and
-/// the stats server begin here ([`started`] never starts them). A runtime
-/// that cannot start (no userfaultfd) ends the program with the reason: it
-/// was asked to run under a memory limit it would not get.
-pub fn get_or_start() -> Option<&'static Preload> {
-    let settings = SETTINGS.get()?;
-    Some(PRELOAD.get_or_init(|| {
-        if !settings.fault_thread {
-            crate::sigbus::take_over();
-        }
-        let runtime = Runtime::new(settings.runtime_config())
-            .unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
-        let p = Preload {
-            runtime,
-            table: Mutex::new(Tables::default()),
-            settings: settings.clone(),
-            counters: ProgramCounters::new(),
-        };
-        OWNER_PID.store(std::process::id(), Ordering::Relaxed);
-        runtime_started();
-        p
-    }))
 }
 
 /// Whether this process owns the runtime in its memory (false in a `vfork`

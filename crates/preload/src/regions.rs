@@ -4,7 +4,8 @@
 //! free it, drop or release what a call touches).
 
 use crate::gate::{enter, force_busy};
-use crate::preload::{get_or_start, in_bounds, started, Entry, Kind, Preload, HI, LO, MIN_ALLOC};
+use crate::preload::{in_bounds, started, Entry, Kind, Preload, HI, LO, MIN_ALLOC};
+use crate::start::get_or_start;
 use crate::syscall_guard::guard_ready;
 use runtime::Region;
 use std::sync::atomic::Ordering;

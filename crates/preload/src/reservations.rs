@@ -5,9 +5,10 @@
 
 use crate::gate::{enter, force_busy};
 use crate::preload::{
-    get_or_start, in_bounds, started, Entry, Kind, Preload, Tables, HI, LO, MIN_ALLOC, SETTINGS,
+    in_bounds, started, Entry, Kind, Preload, Tables, HI, LO, MIN_ALLOC, SETTINGS,
 };
 use crate::regions::release_overlapping;
+use crate::start::get_or_start;
 use crate::syscall_guard::guard_ready;
 use runtime::reservation::Reservations;
 use std::sync::atomic::Ordering;

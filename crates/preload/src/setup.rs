@@ -4,9 +4,8 @@
 //! It sits above every module it sets up: nothing below imports it.
 
 use crate::gate::force_busy;
-use crate::preload::{
-    die, no_unwind, runtime_started, started, Tables, MIN_ALLOC, OWNER_PID, SETTINGS,
-};
+use crate::preload::{die, no_unwind, started, Tables, MIN_ALLOC, OWNER_PID, SETTINGS};
+use crate::start::runtime_started;
 use crate::syscall_guard::decide_guard;
 use launch::Settings;
 use std::cell::RefCell;

@@ -10,6 +10,7 @@
 //! A guarded call is not a pthread cancellation point (it does not pass
 //! through glibc's wrapper).
 
+use crate::gate;
 use crate::libc_alloc::next_symbol;
 use crate::preload::{self, no_unwind};
 use libc::{c_int, c_void, off_t, size_t, ssize_t};
@@ -21,7 +22,7 @@ fn guarded(buf: *const c_void, len: size_t) -> bool {
     len > 0
         && preload::in_bounds(buf as usize, len)
         && guard::arena().is_some()
-        && !preload::passes_through()
+        && !gate::passes_through()
 }
 
 /// A raw result (`-errno` on failure) as the C library returns it.

@@ -3,10 +3,14 @@
 //! passes it on unchanged: allocations to the program's own allocator
 //! (`next_alloc.rs`), the rest to glibc or the kernel.
 
+use crate::gate;
 use crate::libc_alloc as sys;
 use crate::next_alloc as next;
-use crate::preload::{self, no_unwind, Freed, Kind};
+use crate::preload::{self, no_unwind, Kind};
+use crate::regions::{self, Freed};
+use crate::reservations;
 use crate::small_heap;
+use crate::syscall_guard;
 use libc::{c_int, c_void, off_t, size_t};
 
 use common::PAGE_SIZE;
@@ -36,7 +40,7 @@ unsafe fn free_next(ptr: *mut c_void) {
 }
 
 fn region_or_null(size: usize, align: usize) -> Option<*mut c_void> {
-    preload::alloc(size, align, Kind::Malloc).map(|p| p as *mut c_void)
+    regions::alloc(size, align, Kind::Malloc).map(|p| p as *mut c_void)
 }
 
 /// # Safety
@@ -79,7 +83,7 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
             unsafe { small_heap::free(ptr) };
             return;
         }
-        if preload::free(ptr as usize) == Freed::NotOurs {
+        if regions::free(ptr as usize) == Freed::NotOurs {
             // SAFETY: not a region or small-heap pointer, so the next
             // allocator's (the caller's guarantee).
             unsafe { free_next(ptr) }
@@ -105,11 +109,11 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: size_t) -> *mut c_void 
             // SAFETY: a live block of the small-object heap.
             return unsafe { realloc_small(ptr, size) };
         }
-        let old_usable = match preload::usable_size(ptr as usize) {
+        let old_usable = match regions::usable_size(ptr as usize) {
             // A region that still fits (and is not far too big) stays.
             Some(usable) if size <= usable && size >= usable / 2 => return ptr,
             // Grown where it is: no copy, no page brought back in.
-            Some(usable) if size > usable && preload::grow(ptr as usize, size) => return ptr,
+            Some(usable) if size > usable && regions::grow(ptr as usize, size) => return ptr,
             Some(usable) => usable,
             None => {
                 if let Some(new) = moved_region(size) {
@@ -203,10 +207,10 @@ unsafe fn realloc_small(ptr: *mut c_void, size: usize) -> *mut c_void {
 }
 
 /// A region for a block `realloc` grows out of its place, with room to
-/// grow in place from then on ([`preload::REALLOC_ROOM`] times its size).
+/// grow in place from then on ([`regions::REALLOC_ROOM`] times its size).
 fn moved_region(size: usize) -> Option<*mut c_void> {
-    let room = size.saturating_mul(preload::REALLOC_ROOM);
-    preload::alloc_with_room(size, 16, Kind::Malloc, room).map(|p| p as *mut c_void)
+    let room = size.saturating_mul(regions::REALLOC_ROOM);
+    regions::alloc_with_room(size, 16, Kind::Malloc, room).map(|p| p as *mut c_void)
 }
 
 /// # Safety
@@ -303,7 +307,7 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> size_t {
             // SAFETY: a live block of the small-object heap.
             return unsafe { small_heap::usable_size(ptr) };
         }
-        match preload::usable_size(ptr as usize) {
+        match regions::usable_size(ptr as usize) {
             Some(n) => n,
             // SAFETY: the next allocator's block (the caller's guarantee).
             None => unsafe { next::usable_size(ptr) },
@@ -370,25 +374,25 @@ pub unsafe extern "C" fn mmap(
     off: off_t,
 ) -> *mut c_void {
     no_unwind("mmap", || {
-        if !preload::passes_through() {
+        if !gate::passes_through() {
             if is_plain_anonymous(addr, prot, flags, fd) {
-                if let Some(p) = preload::alloc(len, PAGE_SIZE, Kind::Mapping) {
+                if let Some(p) = regions::alloc(len, PAGE_SIZE, Kind::Mapping) {
                     return p as *mut c_void;
                 }
             } else if is_reservation(prot, flags, fd) {
-                if let Some(p) = preload::reserve(len) {
+                if let Some(p) = reservations::reserve(len) {
                     return p as *mut c_void;
                 }
             } else if flags & libc::MAP_FIXED != 0 {
                 if is_fixed_commit(prot, flags, fd) {
-                    if let Some(p) = preload::commit_fixed(addr as usize, len) {
+                    if let Some(p) = reservations::commit_fixed(addr as usize, len) {
                         return p as *mut c_void;
                     }
                 }
                 let decommit = is_fixed_decommit(prot, flags, fd);
-                preload::before_fixed_map(addr as usize, len, decommit);
+                reservations::before_fixed_map(addr as usize, len, decommit);
             } else if flags & libc::MAP_FIXED_NOREPLACE != 0 {
-                preload::before_noreplace_map(addr as usize, len);
+                reservations::before_noreplace_map(addr as usize, len);
             }
         }
         // SAFETY: mmap's contract, passed on unchanged.
@@ -418,13 +422,13 @@ pub unsafe extern "C" fn mmap64(
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     no_unwind("munmap", || {
-        if !preload::passes_through() {
-            if preload::unmap_exact(addr as usize, len)
-                || preload::unmap_reserved(addr as usize, len)
+        if !gate::passes_through() {
+            if regions::unmap_exact(addr as usize, len)
+                || reservations::unmap_reserved(addr as usize, len)
             {
                 return 0;
             }
-            preload::release_overlapping(addr as usize, len);
+            regions::release_overlapping(addr as usize, len);
         }
         // SAFETY: munmap's contract, passed on unchanged.
         unsafe { sys::sys_munmap(addr, len) }
@@ -442,8 +446,8 @@ pub unsafe extern "C" fn mremap(
     new_addr: *mut c_void,
 ) -> *mut c_void {
     no_unwind("mremap", || {
-        if !preload::passes_through() {
-            preload::release_overlapping(old as usize, old_len);
+        if !gate::passes_through() {
+            regions::release_overlapping(old as usize, old_len);
         }
         // SAFETY: mremap's contract, passed on unchanged.
         unsafe { sys::sys_mremap(old, old_len, new_len, flags, new_addr) }
@@ -455,13 +459,13 @@ pub unsafe extern "C" fn mremap(
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
     no_unwind("mprotect", || {
-        if !preload::passes_through() {
+        if !gate::passes_through() {
             if prot == libc::PROT_READ | libc::PROT_WRITE {
-                if preload::commit_protect(addr as usize, len) {
+                if reservations::commit_protect(addr as usize, len) {
                     return 0;
                 }
             } else {
-                preload::before_protect(addr as usize, len, prot & libc::PROT_WRITE != 0);
+                reservations::before_protect(addr as usize, len, prot & libc::PROT_WRITE != 0);
             }
         }
         // SAFETY: mprotect's contract, passed on unchanged.
@@ -487,19 +491,19 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
                 | libc::MADV_DONTDUMP
                 | libc::MADV_DODUMP
         );
-        if !preload::passes_through() {
-            if advisory && preload::within_region(addr as usize, len) {
+        if !gate::passes_through() {
+            if advisory && regions::within_region(addr as usize, len) {
                 return 0;
             }
             let discard = matches!(
                 advice,
                 libc::MADV_DONTNEED | libc::MADV_FREE | libc::MADV_DONTNEED_LOCKED
             );
-            if discard && preload::discard_in_region(addr as usize, len) {
+            if discard && regions::discard_in_region(addr as usize, len) {
                 return 0;
             }
             if !advisory && advice != libc::MADV_WILLNEED {
-                preload::release_overlapping(addr as usize, len);
+                regions::release_overlapping(addr as usize, len);
             }
         }
         // SAFETY: madvise's contract, passed on unchanged.
@@ -554,7 +558,7 @@ unsafe fn sigsys_kept(
     set: *const libc::sigset_t,
     copy: &mut libc::sigset_t,
 ) -> *const libc::sigset_t {
-    if set.is_null() || how == libc::SIG_UNBLOCK || !preload::guard_used() {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !syscall_guard::guard_used() {
         return set;
     }
     // SAFETY: the caller's guarantee; `copy` is ours.

@@ -88,30 +88,36 @@
 //! and the runtime's threads never take it.
 
 mod core_dump;
+mod gate;
 mod guarded_io;
 mod hooks;
 mod jemalloc_api;
 mod libc_alloc;
 mod next_alloc;
 mod preload;
+mod regions;
+mod reservations;
+mod setup;
 mod sigbus;
 mod small_heap;
+mod start;
 mod stats;
+mod syscall_guard;
 
 #[global_allocator]
 static GLOBAL: libc_alloc::LibcAlloc = libc_alloc::LibcAlloc;
 
 /// Runs when the library is loaded: the stats server and complete core
 /// dumps are set to start with the runtime (`stats` and `core_dump` depend
-/// on `preload`, never the reverse), and the settings are read (a bad one
-/// stops the program with a clear message).
+/// on `preload` and `start`, never the reverse), and the settings are read
+/// (a bad one stops the program with a clear message).
 extern "C" fn on_load() {
-    preload::on_runtime_start(|| {
+    start::on_runtime_start(|| {
         stats::start_server();
         core_dump::arm();
     });
     core_dump::look_up();
-    preload::no_unwind("load", preload::load_settings);
+    preload::no_unwind("load", setup::load_settings);
 }
 
 /// Runs at exit: writes the final counters.

@@ -28,12 +28,12 @@
 //!    arena that runs out answers `NULL` (`ENOMEM`), never another
 //!    allocator's block.
 //! 3. **The next allocator's memory is the kernel's.** Its calls run with
-//!    this thread marked inside the runtime ([`preload::force_busy`]), so
+//!    this thread marked inside the runtime ([`gate::force_busy`]), so
 //!    the `mmap`s, `madvise`s and `munmap`s it makes for its own arenas
 //!    pass straight to the kernel, as in a plain run.
 
+use crate::gate;
 use crate::libc_alloc as sys;
-use crate::preload;
 use common::bump::BumpArena;
 use libc::{c_int, c_void, size_t};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -157,7 +157,7 @@ fn one_object(entries: &[usize; 6]) -> bool {
 /// another allocator, so that its own mappings are the kernel's (glibc
 /// makes its system calls directly).
 fn call<T>(mode: u8, f: impl FnOnce() -> T) -> T {
-    let _inside = (mode == OTHER).then(preload::force_busy);
+    let _inside = (mode == OTHER).then(gate::force_busy);
     f()
 }
 

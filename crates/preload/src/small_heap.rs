@@ -6,7 +6,7 @@
 //! ## Design
 //!
 //! * One region, carved with 64 GiB of address room behind it
-//!   ([`crate::preload::small_heap_region`]). mimalloc (v2, linked in,
+//!   ([`crate::regions::small_heap_region`]). mimalloc (v2, linked in,
 //!   its symbols local to this library) manages it as arenas
 //!   (`mi_manage_os_memory`): the first 64 MiB at start, then chunks that
 //!   double up to 1 GiB, each added when mimalloc reports the arenas
@@ -37,15 +37,17 @@
 //! 1. Every pointer mimalloc returns lies in `[LO, HI)`: its arenas are the
 //!    region's parts, and nothing else (checked; a pointer outside ends
 //!    the program, since no allocator could free it).
-//! 2. mimalloc runs with the thread busy ([`preload::enter`]): its own
+//! 2. mimalloc runs with the thread busy ([`gate::enter`]): its own
 //!    `mmap`s (arena bitmaps, thread data) pass straight to the kernel.
 //!
 //! ## Lock order
 //!
 //! `GROW` → region table → runtime state lock.
 
+use crate::gate;
 use crate::next_alloc as next;
 use crate::preload;
+use crate::regions;
 use launch::SmallObjects;
 use libc::c_void;
 use libmimalloc_sys as mi;
@@ -226,7 +228,7 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
     {
         return None;
     }
-    let _busy = preload::enter()?;
+    let _busy = gate::enter()?;
     if !started() {
         return None;
     }
@@ -270,7 +272,7 @@ fn growing(mut attempt: impl FnMut() -> *mut c_void) -> Option<*mut c_void> {
 /// # Safety
 /// `ptr` is a live block of the heap ([`owns`]).
 pub unsafe fn free(ptr: *mut c_void) {
-    let _busy = preload::force_busy();
+    let _busy = gate::force_busy();
     // SAFETY: the caller's guarantee.
     unsafe { mi::mi_free(ptr) }
 }
@@ -290,7 +292,7 @@ pub unsafe fn usable_size(ptr: *mut c_void) -> usize {
 /// # Safety
 /// `ptr` is a live block of the heap.
 pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> Option<*mut c_void> {
-    let _busy = preload::force_busy();
+    let _busy = gate::force_busy();
     // SAFETY: the caller's guarantee; on null the block is untouched.
     growing(|| unsafe { mi::mi_realloc(ptr, size) })
 }
@@ -305,7 +307,7 @@ fn started() -> bool {
     }
     let mut g = GROW.lock().unwrap_or_else(|e| e.into_inner());
     if STATE.load(Ordering::Acquire) == READY {
-        let heap = preload::small_heap_region(ROOM + SEGMENT).and_then(|base| {
+        let heap = regions::small_heap_region(ROOM + SEGMENT).and_then(|base| {
             let start = base.next_multiple_of(SEGMENT);
             let end = start + FIRST_CHUNK;
             manage(base, start, end).then_some(Heap {
@@ -329,7 +331,7 @@ fn started() -> bool {
 
 /// Grows the region to `end` and gives `[start, end)` to mimalloc.
 fn manage(base: usize, start: usize, end: usize) -> bool {
-    if !preload::grow_small_heap(base, end - base) {
+    if !regions::grow_small_heap(base, end - base) {
         return false;
     }
     // SAFETY: `[start, end)` is the region's, mapped and registered, and
@@ -347,7 +349,7 @@ fn manage(base: usize, start: usize, end: usize) -> bool {
         )
     };
     if ok {
-        preload::small_heap_grown(end - start);
+        regions::small_heap_grown(end - start);
     }
     ok
 }

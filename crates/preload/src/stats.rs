@@ -2,7 +2,9 @@
 //! `uzswap stats PID`) and written to `STATS_DIR/PID.stats` at exit (read
 //! by `uzswap run`).
 
+use crate::gate;
 use crate::preload;
+use crate::regions;
 use launch::report::{ProcessReport, ProgramStats};
 use launch::settings::env;
 use std::io::Write;
@@ -12,7 +14,7 @@ use std::os::unix::net::UnixListener;
 /// swap store's. `None` before the runtime has started.
 pub fn report() -> Option<ProcessReport> {
     let p = preload::started()?;
-    let (regions, region_bytes) = preload::holdings();
+    let (regions, region_bytes) = regions::holdings();
     Some(ProcessReport {
         program: ProgramStats {
             pid: u64::from(std::process::id()),
@@ -63,7 +65,7 @@ pub fn write_exit_report() {
     if preload::started().is_none() || !preload::owns_runtime() {
         return;
     }
-    let _busy = preload::force_busy();
+    let _busy = gate::force_busy();
     if let Some(p) = preload::started() {
         // Exiting: this process's pages no longer count in a shared limit.
         p.runtime.leave_shared_limit();

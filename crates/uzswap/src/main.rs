@@ -173,7 +173,7 @@ enum Bench {
     /// and fault latency (p50, p99) under uzswap (pool counted and not,
     /// faults served in-thread and by the handler thread) beside kernel
     /// zswap and zram in a memcg of the same limit, interleaved (root)
-    Faults(compat::bench::FaultsArgs),
+    Faults(compat::faults::FaultsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -343,7 +343,7 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Bench(Bench::Faults(a))) => {
-            return match compat::bench::faults(&a) {
+            return match compat::faults::run(&a) {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {

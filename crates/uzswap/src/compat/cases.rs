@@ -127,7 +127,7 @@ impl Case {
         let text = if self.unit.contains("bytes") {
             format!(
                 "{} {}",
-                super::human_size(size),
+                super::summary::human_size(size),
                 self.unit.replace("bytes", "").trim()
             )
         } else {

@@ -568,6 +568,100 @@ unsafe fn sigsys_kept(
     copy
 }
 
+type PthreadCreateFn = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    extern "C" fn(*mut c_void) -> *mut c_void,
+    *mut c_void,
+) -> c_int;
+
+/// C `pthread_create`, with every allocation glibc makes inside it from
+/// glibc's own allocator: the new thread's TLS vector (and what else it
+/// hands the thread) is allocated here and touched by the new thread
+/// before it unblocks signals. On a paged page, that touch is a fault the
+/// thread cannot take where faults are served in-thread (a SIGBUS while
+/// SIGBUS is blocked kills the process): `sort` with two threads under
+/// `--small-objects` died so, started by a shell.
+///
+/// # Safety
+/// C `pthread_create`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+) -> c_int {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    no_unwind("pthread_create", || {
+        let f = sys::next_symbol(&NEXT, c"pthread_create");
+        if f == 0 {
+            return libc::EAGAIN;
+        }
+        // SAFETY: dlsym's non-null result for glibc's pthread_create.
+        let f = unsafe { std::mem::transmute::<usize, PthreadCreateFn>(f) };
+        let _unpaged = gate::force_busy();
+        // SAFETY: glibc's pthread_create with the caller's arguments.
+        unsafe { f(thread, attr, start, arg) }
+    })
+}
+
+type SetlocaleFn = unsafe extern "C" fn(c_int, *const libc::c_char) -> *mut libc::c_char;
+type NewlocaleFn =
+    unsafe extern "C" fn(c_int, *const libc::c_char, libc::locale_t) -> libc::locale_t;
+
+/// C `setlocale`, with the locale data glibc loads from glibc's own
+/// allocator: every new thread reads it (`__ctype_init`) before it
+/// unblocks signals, so a page of it must never fault (where faults are
+/// served in-thread, a SIGBUS while SIGBUS is blocked kills the process:
+/// `sort` under C.UTF-8 with two threads and `--small-objects` died so).
+///
+/// # Safety
+/// C `setlocale`.
+#[no_mangle]
+pub unsafe extern "C" fn setlocale(
+    category: c_int,
+    locale: *const libc::c_char,
+) -> *mut libc::c_char {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    no_unwind("setlocale", || {
+        let f = sys::next_symbol(&NEXT, c"setlocale");
+        if f == 0 {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: dlsym's non-null result for glibc's setlocale.
+        let f = unsafe { std::mem::transmute::<usize, SetlocaleFn>(f) };
+        let _unpaged = gate::force_busy();
+        // SAFETY: glibc's setlocale with the caller's arguments.
+        unsafe { f(category, locale) }
+    })
+}
+
+/// C `newlocale`: its locale data from glibc's own allocator, as for
+/// [`setlocale`] (a thread that `uselocale`s it reads it at its start).
+///
+/// # Safety
+/// C `newlocale`.
+#[no_mangle]
+pub unsafe extern "C" fn newlocale(
+    mask: c_int,
+    locale: *const libc::c_char,
+    base: libc::locale_t,
+) -> libc::locale_t {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    no_unwind("newlocale", || {
+        let f = sys::next_symbol(&NEXT, c"newlocale");
+        if f == 0 {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: dlsym's non-null result for glibc's newlocale.
+        let f = unsafe { std::mem::transmute::<usize, NewlocaleFn>(f) };
+        let _unpaged = gate::force_busy();
+        // SAFETY: glibc's newlocale with the caller's arguments.
+        unsafe { f(mask, locale, base) }
+    })
+}
+
 /// # Safety
 /// C `pthread_sigmask`.
 #[no_mangle]

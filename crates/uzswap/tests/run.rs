@@ -171,6 +171,58 @@ fn max_slowdown_finds_a_limit_under_a_cold_working_set() {
     assert_eq!(rt.evict_failures, 0, "{f:?}");
 }
 
+/// A new thread reads the locale data (`__ctype_init`) before it unblocks
+/// signals, and glibc frees its TLS vector after blocking them at exit: a
+/// fault there, served in-thread, would be a SIGBUS the thread cannot
+/// take. `sort` of 1M numbers under C.UTF-8 with two threads, every small
+/// object paged and an 8M limit, started by a shell, died so in 3 of 3
+/// runs; it must sort.
+#[test]
+fn threads_started_under_a_loaded_locale_take_no_fault_with_signals_blocked() {
+    let dir = tempdir("locale");
+    let charmap = Command::new("locale")
+        .arg("charmap")
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .expect("locale runs");
+    assert_eq!(
+        text(&charmap.stdout).trim(),
+        "UTF-8",
+        "the C.UTF-8 locale is needed (glibc's locales)"
+    );
+    let input = dir.join("nums.txt");
+    let numbers: String = (0..1_000_000u64)
+        .map(|i| format!("{}\n", i.wrapping_mul(2_654_435_761) % 10_000_000))
+        .collect();
+    std::fs::write(&input, &numbers).unwrap();
+    let mut want: Vec<u64> = numbers.lines().map(|l| l.parse().unwrap()).collect();
+    want.sort_unstable();
+    let output = dir.join("sorted.txt");
+    let script = format!(
+        "LC_ALL=C.UTF-8 sort --parallel=2 -n {} > {}",
+        input.display(),
+        output.display()
+    );
+    let (out, f) = run(
+        &["--limit", "8M", "--small-objects"],
+        &["sh", "-c", &script],
+        "locale",
+    );
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstderr: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let got: Vec<u64> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(got == want, "sort's output differs from the plain sort");
+    assert!(f.total.runtime.evicted_pages > 0, "{f:?}");
+}
+
 /// `realloc` grows a region where it is: a buffer doubled from 128 KiB to
 /// 64 MiB under an 8M limit never moves (nothing else is carved behind
 /// it), so no page is copied or brought back in to move it, and every

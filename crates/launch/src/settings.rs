@@ -1,126 +1,178 @@
 //! Settings of a runtime started for a whole program (`uzswap run` and the
 //! LD_PRELOAD library), carried from the command line to the program in
 //! `UZSWAP_*` environment variables.
+//!
+//! Every setting is one row of the table below: its field, type and
+//! default, its variable, the `uzswap run` flag that sets it, how its
+//! value is read and written ([`value`]'s codecs) and its range. The
+//! `settings!` macro (`settings/define.rs`) makes [`Settings`] and its
+//! `Default`, [`env`](mod@env) (the variables' names, [`env::VARS`],
+//! [`env::flag_of`]), [`Settings::from_vars`], [`Settings::validate`] and
+//! [`Settings::to_vars`] from it; `uzswap run`'s flags are checked against
+//! it by a test of `uzswap`. What the settings mean to the runtime
+//! ([`Settings::pool_limit`], [`Settings::runtime_config`]) follows the
+//! table.
+
+#[macro_use]
+mod define;
+pub mod value;
 
 use compress::{Algorithm, Backend, ParallelConfig};
 use runtime::{InjectFailure, RuntimeConfig};
 use std::path::PathBuf;
+pub use value::{format_size, parse_size, SmallObjects};
+use value::{
+    ALGORITHM, COUNT, INJECTED_FAILURE, ON_OFF_OR_SIZE, OPTIONAL_PATH, OPTIONAL_SIZE, PATH,
+    PERCENT, SIZE, SWITCH, SWITCH_IF_ON,
+};
 use zswap::PAGE_SIZE;
 
-/// Environment variable names, one per setting; [`env::VARS`] pairs each
-/// with the `uzswap run` flag that sets it.
-pub mod env {
-    pub const LIMIT: &str = "UZSWAP_LIMIT";
-    pub const COMPRESSOR: &str = "UZSWAP_COMPRESSOR";
-    /// Compress with worker threads (1) or page by page (0).
-    pub const PARALLEL: &str = "UZSWAP_PARALLEL";
-    pub const FOLIO: &str = "UZSWAP_FOLIO";
-    pub const MIN_ALLOC: &str = "UZSWAP_MIN_ALLOC";
-    pub const MAX_POOL_PERCENT: &str = "UZSWAP_MAX_POOL_PERCENT";
-    /// Pool limit in bytes (`memory.zswap.max`), instead of a percentage.
-    pub const POOL_LIMIT: &str = "UZSWAP_POOL_LIMIT";
-    pub const WRITEBACK: &str = "UZSWAP_WRITEBACK";
-    pub const SWAPFILE_DIR: &str = "UZSWAP_SWAPFILE_DIR";
-    pub const SWAPFILE_SIZE: &str = "UZSWAP_SWAPFILE_SIZE";
-    pub const TRACK_WRITES: &str = "UZSWAP_TRACK_WRITES";
-    /// Encrypt the pages written to the swap file (1) or write them as
-    /// they are, checksummed (0).
-    pub const ENCRYPT_SWAP: &str = "UZSWAP_ENCRYPT_SWAP";
-    /// A swap-in fault that streams brings its whole folio (1) or
-    /// only its page (0).
-    pub const FOLIO_SWAPIN: &str = "UZSWAP_FOLIO_SWAPIN";
-    /// Eviction unmaps stored runs in groups of this many pages (one TLB
-    /// flush per group).
-    pub const UNMAP_GROUP: &str = "UZSWAP_UNMAP_GROUP";
-    /// Charge the compressed pool to the limit (1, cgroup v2) or not (0,
-    /// cgroup v1).
-    pub const CHARGE_POOL: &str = "UZSWAP_CHARGE_POOL";
-    /// Page the committed parts of large `PROT_NONE` reservations (1) or
-    /// leave reservations to the kernel (0).
-    pub const RESERVATIONS: &str = "UZSWAP_RESERVATIONS";
-    /// Serve allocations below `UZSWAP_MIN_ALLOC` from a paged heap
-    /// (mimalloc over a region) too: from the start (1), never (0), or
-    /// once the program's own allocator holds this many bytes (`4M`).
-    pub const SMALL_OBJECTS: &str = "UZSWAP_SMALL_OBJECTS";
-    /// File of a limit shared by the processes of one run.
-    pub const SHARED_LIMIT_FILE: &str = "UZSWAP_SHARED_LIMIT_FILE";
-    /// Handle user-mode faults only (the syscall guard's mode), even where
-    /// kernel faults could be handled.
-    pub const USER_MODE_ONLY: &str = "UZSWAP_USER_MODE_ONLY";
-    pub const FAULT_THREAD: &str = "UZSWAP_FAULT_THREAD";
-    pub const DIRECT_RECLAIM: &str = "UZSWAP_DIRECT_RECLAIM";
-    pub const FIXED_POOL_SPLIT: &str = "UZSWAP_FIXED_POOL_SPLIT";
-    /// Tests of the fatal path: `fault-panic`, `reclaim-panic` or
-    /// `runtime-fault`.
-    pub const INJECT_FAILURE: &str = "UZSWAP_INJECT_FAILURE";
-    /// Folder where each process writes its final counters at exit
-    /// (`PID.stats`).
-    pub const STATS_DIR: &str = "UZSWAP_STATS_DIR";
-    /// Folder of the live-stats sockets (`uzswap stats PID`).
-    pub const RUN_DIR: &str = "UZSWAP_RUN_DIR";
+/// The smallest limit, pool limit and swap file: 16 pages.
+pub const MIN_SIZE: usize = 16 * PAGE_SIZE;
 
-    /// A variable, and how a user of `uzswap run` sets it.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Var {
-        pub name: &'static str,
-        /// The flag of `uzswap run` that sets it.
-        pub flag: Option<&'static str>,
-        /// Who sets it when no flag does.
-        pub set_by: &'static str,
+settings! {
+    /// Settings of a program-wide runtime.
+    pub struct Settings {
+        /// Bytes of paged memory above which reclaim starts: resident pages
+        /// and the compressed pool (a memcg's charge).
+        limit_bytes: usize = 512 << 20,
+            LIMIT = "UZSWAP_LIMIT", flag "--limit", example "64M",
+            SIZE "a size such as 512M or 2G",
+            valid |&b| b >= MIN_SIZE, "at least 64K";
+        /// The pool's compressor.
+        compressor: Algorithm = Algorithm::Lz4,
+            COMPRESSOR = "UZSWAP_COMPRESSOR", flag "--compressor", example "zstd:5",
+            ALGORITHM "lz4, lzo, lzo-rle, zstd[:LEVEL] or deflate[:LEVEL]";
+        /// Compress batches with worker threads (`true`) or page by page.
+        parallel: bool = false,
+            PARALLEL = "UZSWAP_PARALLEL", flag "--parallel", example "1",
+            SWITCH "1 or 0";
+        /// Bytes evicted as one folio (4K, 64K, 2M...), a multiple of pages.
+        folio_bytes: usize = 64 << 10,
+            FOLIO = "UZSWAP_FOLIO", flag "--folio", example "2M",
+            SIZE "4K, 64K or 2M",
+            valid |&f| f.is_power_of_two() && (PAGE_SIZE..=2 << 20).contains(&f),
+                "a power-of-two number of pages, 4K to 2M";
+        /// Allocations and anonymous mappings from this size up are paged.
+        min_alloc_bytes: usize = 128 << 10,
+            MIN_ALLOC = "UZSWAP_MIN_ALLOC", flag "--min-alloc", example "1M",
+            SIZE "a size such as 128K",
+            valid |&b| b >= PAGE_SIZE, "at least 4K";
+        /// Bound of the pool, in percent of this machine's memory
+        /// (zswap's `max_pool_percent`).
+        max_pool_percent: u32 = 20,
+            MAX_POOL_PERCENT = "UZSWAP_MAX_POOL_PERCENT", flag "--max-pool-percent",
+                example "33",
+            PERCENT "a percentage, 1 to 100",
+            valid |p| (1..=100).contains(p), "a percentage, 1 to 100";
+        /// Pool limit in bytes (`memory.zswap.max`); replaces the default
+        /// share (`Settings::pool_limit`) when set.
+        pool_limit_bytes: Option<usize> = None,
+            POOL_LIMIT = "UZSWAP_POOL_LIMIT", flag "--pool-limit", example "48M",
+            OPTIONAL_SIZE "a size such as 64M",
+            valid |p| p.is_none_or(|p| p >= MIN_SIZE), "at least 64K";
+        /// Write the coldest pages of a full pool to the swap file.
+        writeback: bool = true,
+            WRITEBACK = "UZSWAP_WRITEBACK", flag "--no-writeback", example "0",
+            SWITCH "1 or 0";
+        /// Folder the swap file is made in.
+        swapfile_dir: PathBuf = std::env::temp_dir(),
+            SWAPFILE_DIR = "UZSWAP_SWAPFILE_DIR", flag "--swapfile-dir", example "/var/tmp",
+            PATH "a folder";
+        /// Size of the (sparse) swap file.
+        swapfile_bytes: usize = 4 << 30,
+            SWAPFILE_SIZE = "UZSWAP_SWAPFILE_SIZE", flag "--swapfile-size", example "1G",
+            SIZE "a size such as 4G",
+            valid |&b| b >= MIN_SIZE, "at least 64K";
+        /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
+        track_writes: bool = true,
+            TRACK_WRITES = "UZSWAP_TRACK_WRITES", flag "--no-track-writes", example "0",
+            SWITCH "1 or 0";
+        /// Encrypt the pages written to the swap file (AES-256-GCM, a key
+        /// held only in the process's memory); `false`: write them as they
+        /// are, checksummed.
+        encrypt_swap: bool = true,
+            ENCRYPT_SWAP = "UZSWAP_ENCRYPT_SWAP", flag "--no-encrypt-swap", example "0",
+            SWITCH "1 or 0";
+        /// A swap-in fault that streams (right next to a recent one's
+        /// pages) brings the rest of its folio from the pool (mTHP
+        /// swap-in's role); `false`: only its page.
+        folio_swapin: bool = true,
+            FOLIO_SWAPIN = "UZSWAP_FOLIO_SWAPIN", flag "--no-folio-swapin", example "0",
+            SWITCH "1 or 0";
+        /// Eviction unmaps stored runs in groups of at least this many
+        /// pages, one `process_madvise` (one TLB flush) each.
+        unmap_group_pages: usize = 16,
+            UNMAP_GROUP = "UZSWAP_UNMAP_GROUP", flag "--unmap-group", example "7",
+            COUNT "pages, 1 to 4096",
+            valid |n| (1..=4096).contains(n), "pages, 1 to 4096";
+        /// The pool is charged to the limit (cgroup v2's memcg); `false`:
+        /// resident pages only, the pool bounded by `max_pool_percent` of
+        /// RAM (cgroup v1's memcg, which does not charge zswap).
+        charge_pool: bool = true,
+            CHARGE_POOL = "UZSWAP_CHARGE_POOL", flag "--uncharged-pool", example "0",
+            SWITCH "1 or 0";
+        /// Large `PROT_NONE` anonymous reservations come from the arena,
+        /// and the parts the program commits (`mmap(MAP_FIXED)`,
+        /// `mprotect(RW)`) are paged: the JVM's and V8's heaps; `false`:
+        /// reservations are left to the kernel.
+        reservations: bool = true,
+            RESERVATIONS = "UZSWAP_RESERVATIONS", flag "--no-reservations", example "0",
+            SWITCH "1 or 0";
+        /// When allocations below `min_alloc_bytes` come from a paged heap
+        /// too (mimalloc over one growing region), so that small objects
+        /// are paged: from the start (`1`), never (`0`), or once the
+        /// program's own allocator holds this many bytes (`4M`).
+        small_objects: SmallObjects = SmallObjects::After(SmallObjects::DEFAULT_AFTER),
+            SMALL_OBJECTS = "UZSWAP_SMALL_OBJECTS", flag "--small-objects-after",
+                example "64M",
+            ON_OFF_OR_SIZE
+                "1 (from the start), 0 (never) or a size (once the program's allocator holds it)";
+        /// The limit applies to all processes mapping this file together
+        /// (see the runtime's `shared.rs`); `None`: to this process alone.
+        /// `uzswap run` makes the file unless asked for one limit per
+        /// process.
+        shared_limit_file: Option<PathBuf> = None,
+            SHARED_LIMIT_FILE = "UZSWAP_SHARED_LIMIT_FILE", flag "--per-process-limit",
+                example "/dev/shm/uzswap-limit",
+            OPTIONAL_PATH "a file";
+        /// Handle user-mode faults only, with the syscall guard, even where
+        /// kernel faults could be handled.
+        user_mode_only: bool = false,
+            USER_MODE_ONLY = "UZSWAP_USER_MODE_ONLY", flag "--user-mode-only", example "1",
+            SWITCH_IF_ON "1 or 0";
+        /// Serve faults in a handler thread (the faulting thread sleeps
+        /// until it is served) instead of in the faulting thread's SIGBUS
+        /// handler.
+        fault_thread: bool = false,
+            FAULT_THREAD = "UZSWAP_FAULT_THREAD", flag "--fault-thread", example "1",
+            SWITCH_IF_ON "1 or 0";
+        /// A fault served in-thread over the limit evicts in that thread.
+        direct_reclaim: bool = false,
+            DIRECT_RECLAIM = "UZSWAP_DIRECT_RECLAIM", flag "--direct-reclaim", example "1",
+            SWITCH_IF_ON "1 or 0";
+        /// The pool's share of a charged limit is its pool limit, not an
+        /// adaptive target under it.
+        fixed_pool_split: bool = false,
+            FIXED_POOL_SPLIT = "UZSWAP_FIXED_POOL_SPLIT", flag "--fixed-pool-split",
+                example "1",
+            SWITCH_IF_ON "1 or 0";
+        /// Tests of the fatal path only: `fault-panic`, `reclaim-panic` or
+        /// `runtime-fault`.
+        inject_failure: Option<InjectFailure> = None,
+            INJECT_FAILURE = "UZSWAP_INJECT_FAILURE", set_by "tests of the fatal path only",
+                example "reclaim-panic",
+            INJECTED_FAILURE "fault-panic, reclaim-panic or runtime-fault";
     }
 
-    const fn flag(name: &'static str, flag: &'static str) -> Var {
-        Var {
-            name,
-            flag: Some(flag),
-            set_by: "",
-        }
-    }
-
-    const fn other(name: &'static str, set_by: &'static str) -> Var {
-        Var {
-            name,
-            flag: None,
-            set_by,
-        }
-    }
-
-    /// Every variable, with its flag.
-    pub const VARS: [Var; 25] = [
-        flag(LIMIT, "--limit"),
-        flag(COMPRESSOR, "--compressor"),
-        flag(PARALLEL, "--parallel"),
-        flag(FOLIO, "--folio"),
-        flag(MIN_ALLOC, "--min-alloc"),
-        flag(MAX_POOL_PERCENT, "--max-pool-percent"),
-        flag(POOL_LIMIT, "--pool-limit"),
-        flag(WRITEBACK, "--no-writeback"),
-        flag(SWAPFILE_DIR, "--swapfile-dir"),
-        flag(SWAPFILE_SIZE, "--swapfile-size"),
-        flag(TRACK_WRITES, "--no-track-writes"),
-        flag(ENCRYPT_SWAP, "--no-encrypt-swap"),
-        flag(FOLIO_SWAPIN, "--no-folio-swapin"),
-        flag(UNMAP_GROUP, "--unmap-group"),
-        flag(CHARGE_POOL, "--uncharged-pool"),
-        flag(RESERVATIONS, "--no-reservations"),
-        flag(SMALL_OBJECTS, "--small-objects-after"),
-        // `uzswap run` makes the file unless asked for one limit per
-        // process.
-        flag(SHARED_LIMIT_FILE, "--per-process-limit"),
-        flag(USER_MODE_ONLY, "--user-mode-only"),
-        flag(FAULT_THREAD, "--fault-thread"),
-        flag(DIRECT_RECLAIM, "--direct-reclaim"),
-        flag(FIXED_POOL_SPLIT, "--fixed-pool-split"),
-        other(INJECT_FAILURE, "tests of the fatal path only"),
-        other(STATS_DIR, "`uzswap run`, for each run"),
-        other(RUN_DIR, "the user (default /tmp/uzswap-UID)"),
-    ];
-
-    /// What sets variable `var`, for messages: its flag, or who sets it.
-    pub fn flag_of(var: &str) -> Option<&'static str> {
-        VARS.iter()
-            .find(|v| v.name == var)
-            .map(|v| v.flag.unwrap_or(v.name))
+    /// Variables that are no setting's: where the program leaves its
+    /// counters, and finds its live-stats folder.
+    other variables {
+        /// Folder where each process writes its final counters at exit
+        /// (`PID.stats`).
+        STATS_DIR = "UZSWAP_STATS_DIR", set_by "`uzswap run`, for each run";
+        /// Folder of the live-stats sockets (`uzswap stats PID`).
+        RUN_DIR = "UZSWAP_RUN_DIR", set_by "the user (default /tmp/uzswap-UID)";
     }
 }
 
@@ -133,423 +185,56 @@ pub struct SettingsError {
     pub expected: &'static str,
 }
 
-/// Settings of a program-wide runtime.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    /// Bytes of paged memory above which reclaim starts: resident pages
-    /// and the compressed pool (a memcg's charge).
-    pub limit_bytes: usize,
-    /// The pool is charged to the limit (cgroup v2's memcg); `false`:
-    /// resident pages only, the pool bounded by `max_pool_percent` of RAM
-    /// (cgroup v1's memcg, which does not charge zswap).
-    pub charge_pool: bool,
-    /// Large `PROT_NONE` anonymous reservations come from the arena, and
-    /// the parts the program commits (`mmap(MAP_FIXED)`, `mprotect(RW)`)
-    /// are paged: the JVM's and V8's heaps.
-    pub reservations: bool,
-    /// When allocations below `min_alloc_bytes` come from a paged heap
-    /// too (mimalloc over one growing region), so that small objects are
-    /// paged.
-    pub small_objects: SmallObjects,
-    pub compressor: Algorithm,
-    /// Compress batches with worker threads (`true`) or page by page.
-    pub parallel: bool,
-    /// Bytes evicted as one folio (4K, 64K, 2M...), a multiple of pages.
-    pub folio_bytes: usize,
-    /// Allocations and anonymous mappings from this size up are paged.
-    pub min_alloc_bytes: usize,
-    pub max_pool_percent: u32,
-    /// Pool limit in bytes; replaces `max_pool_percent` when set.
-    pub pool_limit_bytes: Option<usize>,
-    pub writeback: bool,
-    pub swapfile_dir: PathBuf,
-    pub swapfile_bytes: usize,
-    /// Encrypt the pages written to the swap file (AES-256-GCM, a key held
-    /// only in the process's memory).
-    pub encrypt_swap: bool,
-    /// Spare recently written pages from reclaim (`PAGEMAP_SCAN`).
-    pub track_writes: bool,
-    /// A swap-in fault that streams (right next to a recent one's pages)
-    /// brings the rest of its folio
-    /// from the pool (mTHP swap-in's role).
-    pub folio_swapin: bool,
-    /// Eviction unmaps stored runs in groups of at least this many pages,
-    /// one `process_madvise` each.
-    pub unmap_group_pages: usize,
-    /// The limit applies to all processes mapping this file together
-    /// (see the runtime's `shared.rs`); `None`: to this process alone.
-    pub shared_limit_file: Option<PathBuf>,
-    /// Handle user-mode faults only, with the syscall guard, even where
-    /// kernel faults could be handled.
-    pub user_mode_only: bool,
-    /// Serve faults in a handler thread (the faulting thread sleeps until
-    /// it is served) instead of in the faulting thread's SIGBUS handler.
-    pub fault_thread: bool,
-    /// A fault served in-thread over the limit evicts in that thread.
-    pub direct_reclaim: bool,
-    /// The pool's share of a charged limit is its pool limit, not an
-    /// adaptive target under it.
-    pub fixed_pool_split: bool,
-    /// Tests of the fatal path only.
-    pub inject_failure: Option<InjectFailure>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            limit_bytes: 512 << 20,
-            charge_pool: true,
-            reservations: true,
-            small_objects: SmallObjects::After(SmallObjects::DEFAULT_AFTER),
-            compressor: Algorithm::Lz4,
-            parallel: false,
-            folio_bytes: 64 << 10,
-            min_alloc_bytes: 128 << 10,
-            max_pool_percent: 20,
-            pool_limit_bytes: None,
-            writeback: true,
-            swapfile_dir: std::env::temp_dir(),
-            swapfile_bytes: 4 << 30,
-            encrypt_swap: true,
-            track_writes: true,
-            folio_swapin: true,
-            unmap_group_pages: 16,
-            shared_limit_file: None,
-            user_mode_only: false,
-            fault_thread: false,
-            direct_reclaim: false,
-            fixed_pool_split: false,
-            inject_failure: None,
-        }
-    }
-}
-
-/// When small allocations (below `--min-alloc`) come from the paged
-/// small-object heap.
+/// How the pool's share of a limit is set: the one rule behind both
+/// [`Settings::pool_limit`] and `RuntimeConfig::adaptive_pool`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmallObjects {
-    /// Never: they are the program's allocator's, unpaged.
-    Off,
-    /// From the first one.
-    On,
-    /// Once the program's own allocator holds this many bytes of them:
-    /// the first ones stay its own (unpaged), every later one is paged.
-    /// So a program with few small objects runs as it would without
-    /// uzswap, and one made of them (a database, a cache) stays within
-    /// the limit plus this many bytes.
-    After(usize),
-}
-
-impl SmallObjects {
-    /// What the program's allocator may hold before small objects are
-    /// paged, by default.
-    pub const DEFAULT_AFTER: usize = 4 << 20;
-
-    /// `1`/`on`, `0`/`off`, or a size (`32M`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match parse_bool(s) {
-            Some(true) => Some(Self::On),
-            Some(false) => Some(Self::Off),
-            None => parse_size(s).map(Self::After),
-        }
-    }
-}
-
-impl std::fmt::Display for SmallObjects {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Off => f.write_str("0"),
-            Self::On => f.write_str("1"),
-            Self::After(n) => f.write_str(&format_size(*n)),
-        }
-    }
-}
-
-/// Parses `512M`, `64K`, `2G`, `4096` (bytes; K/M/G are powers of 1024,
-/// an optional trailing `B` or `iB` is accepted).
-pub fn parse_size(s: &str) -> Option<usize> {
-    let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
-    let (digits, shift) = match t.chars().last()? {
-        'k' | 'K' => (&t[..t.len() - 1], 10),
-        'm' | 'M' => (&t[..t.len() - 1], 20),
-        'g' | 'G' => (&t[..t.len() - 1], 30),
-        't' | 'T' => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let n: usize = digits.trim().parse().ok()?;
-    n.checked_mul(1usize << shift)
-}
-
-/// `536870912` as `512M`: the shortest exact form.
-pub fn format_size(bytes: usize) -> String {
-    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    bytes.to_string()
-}
-
-fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "yes" | "true" | "on" => Some(true),
-        "0" | "no" | "false" | "off" => Some(false),
-        _ => None,
-    }
+enum PoolShare {
+    /// Not charged to the limit (`--uncharged-pool`): zswap's own bound
+    /// only.
+    Uncharged,
+    /// No writeback: the whole limit (a full pool could not shrink, so
+    /// the limit itself bounds it).
+    Whole,
+    /// `--fixed-pool-split`: half the limit, fixed; past it the coldest
+    /// pages are written back.
+    FixedHalf,
+    /// All of the limit but an eighth, the cap under which the runtime's
+    /// adaptive split (`split.rs`) moves the pool's share with refaults.
+    Adaptive,
 }
 
 impl Settings {
-    /// Reads the `UZSWAP_*` variables through `get`; unset ones keep their
-    /// defaults.
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
-        let mut s = Settings::default();
-        let bad = |name: &'static str, value: &str, expected: &'static str| SettingsError {
-            name,
-            value: value.to_string(),
-            expected,
-        };
-        if let Some(v) = get(env::LIMIT) {
-            s.limit_bytes =
-                parse_size(&v).ok_or_else(|| bad(env::LIMIT, &v, "a size such as 512M or 2G"))?;
-        }
-        if let Some(v) = get(env::COMPRESSOR) {
-            s.compressor = v.parse().map_err(|_| {
-                bad(
-                    env::COMPRESSOR,
-                    &v,
-                    "lz4, lzo, lzo-rle, zstd[:LEVEL] or deflate[:LEVEL]",
-                )
-            })?;
-        }
-        if let Some(v) = get(env::PARALLEL) {
-            s.parallel = parse_bool(&v).ok_or_else(|| bad(env::PARALLEL, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::FOLIO) {
-            s.folio_bytes = parse_size(&v).ok_or_else(|| bad(env::FOLIO, &v, "4K, 64K or 2M"))?;
-        }
-        if let Some(v) = get(env::MIN_ALLOC) {
-            s.min_alloc_bytes =
-                parse_size(&v).ok_or_else(|| bad(env::MIN_ALLOC, &v, "a size such as 128K"))?;
-        }
-        if let Some(v) = get(env::MAX_POOL_PERCENT) {
-            s.max_pool_percent = v
-                .parse()
-                .map_err(|_| bad(env::MAX_POOL_PERCENT, &v, "a percentage, 1 to 100"))?;
-        }
-        if let Some(v) = get(env::POOL_LIMIT) {
-            s.pool_limit_bytes =
-                Some(parse_size(&v).ok_or_else(|| bad(env::POOL_LIMIT, &v, "a size such as 64M"))?);
-        }
-        if let Some(v) = get(env::WRITEBACK) {
-            s.writeback = parse_bool(&v).ok_or_else(|| bad(env::WRITEBACK, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::SWAPFILE_DIR) {
-            s.swapfile_dir = PathBuf::from(v);
-        }
-        if let Some(v) = get(env::SWAPFILE_SIZE) {
-            s.swapfile_bytes =
-                parse_size(&v).ok_or_else(|| bad(env::SWAPFILE_SIZE, &v, "a size such as 4G"))?;
-        }
-        if let Some(v) = get(env::SHARED_LIMIT_FILE) {
-            s.shared_limit_file = Some(PathBuf::from(v));
-        }
-        if let Some(v) = get(env::ENCRYPT_SWAP) {
-            s.encrypt_swap = parse_bool(&v).ok_or_else(|| bad(env::ENCRYPT_SWAP, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::TRACK_WRITES) {
-            s.track_writes = parse_bool(&v).ok_or_else(|| bad(env::TRACK_WRITES, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::FOLIO_SWAPIN) {
-            s.folio_swapin = parse_bool(&v).ok_or_else(|| bad(env::FOLIO_SWAPIN, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::UNMAP_GROUP) {
-            s.unmap_group_pages = v
-                .parse()
-                .ok()
-                .filter(|&n| (1..=4096).contains(&n))
-                .ok_or_else(|| bad(env::UNMAP_GROUP, &v, "pages, 1 to 4096"))?;
-        }
-        if let Some(v) = get(env::CHARGE_POOL) {
-            s.charge_pool = parse_bool(&v).ok_or_else(|| bad(env::CHARGE_POOL, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::RESERVATIONS) {
-            s.reservations = parse_bool(&v).ok_or_else(|| bad(env::RESERVATIONS, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::SMALL_OBJECTS) {
-            s.small_objects = SmallObjects::parse(&v).ok_or_else(|| {
-                bad(
-                    env::SMALL_OBJECTS,
-                    &v,
-                    "1 (from the start), 0 (never) or a size (once the program's allocator holds it)",
-                )
-            })?;
-        }
-        if let Some(v) = get(env::USER_MODE_ONLY) {
-            s.user_mode_only =
-                parse_bool(&v).ok_or_else(|| bad(env::USER_MODE_ONLY, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::DIRECT_RECLAIM) {
-            s.direct_reclaim =
-                parse_bool(&v).ok_or_else(|| bad(env::DIRECT_RECLAIM, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::FIXED_POOL_SPLIT) {
-            s.fixed_pool_split =
-                parse_bool(&v).ok_or_else(|| bad(env::FIXED_POOL_SPLIT, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::FAULT_THREAD) {
-            s.fault_thread = parse_bool(&v).ok_or_else(|| bad(env::FAULT_THREAD, &v, "1 or 0"))?;
-        }
-        if let Some(v) = get(env::INJECT_FAILURE) {
-            s.inject_failure = Some(match v.as_str() {
-                "fault-panic" => InjectFailure::FaultHandlerPanic,
-                "reclaim-panic" => InjectFailure::ReclaimerPanic,
-                "runtime-fault" => InjectFailure::RuntimeThreadFault,
-                _ => {
-                    return Err(bad(
-                        env::INJECT_FAILURE,
-                        &v,
-                        "fault-panic, reclaim-panic or runtime-fault",
-                    ))
-                }
-            });
-        }
-        s.validate()?;
-        Ok(s)
-    }
-
     /// [`Settings::from_vars`] on this process's environment.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_vars(|k| std::env::var(k).ok())
     }
 
-    /// Checks the ranges; the error names the variable.
-    pub fn validate(&self) -> Result<(), SettingsError> {
-        let bad = |name: &'static str, value: String, expected: &'static str| {
-            Err(SettingsError {
-                name,
-                value,
-                expected,
-            })
-        };
-        if self.limit_bytes < 16 * PAGE_SIZE {
-            return bad(env::LIMIT, format_size(self.limit_bytes), "at least 64K");
+    fn pool_share(&self) -> PoolShare {
+        match (self.charge_pool, self.writeback, self.fixed_pool_split) {
+            (false, _, _) => PoolShare::Uncharged,
+            (true, false, _) => PoolShare::Whole,
+            (true, true, true) => PoolShare::FixedHalf,
+            (true, true, false) => PoolShare::Adaptive,
         }
-        let f = self.folio_bytes;
-        if f < PAGE_SIZE
-            || !f.is_multiple_of(PAGE_SIZE)
-            || !(f / PAGE_SIZE).is_power_of_two()
-            || f > 2 << 20
-        {
-            return bad(
-                env::FOLIO,
-                format_size(f),
-                "a power-of-two number of pages, 4K to 2M",
-            );
-        }
-        if self.min_alloc_bytes < PAGE_SIZE {
-            return bad(
-                env::MIN_ALLOC,
-                format_size(self.min_alloc_bytes),
-                "at least 4K",
-            );
-        }
-        if self.max_pool_percent == 0 || self.max_pool_percent > 100 {
-            return bad(
-                env::MAX_POOL_PERCENT,
-                self.max_pool_percent.to_string(),
-                "a percentage, 1 to 100",
-            );
-        }
-        if let Some(p) = self.pool_limit_bytes.filter(|&p| p < 16 * PAGE_SIZE) {
-            return bad(env::POOL_LIMIT, format_size(p), "at least 64K");
-        }
-        if self.swapfile_bytes < 16 * PAGE_SIZE {
-            return bad(
-                env::SWAPFILE_SIZE,
-                format_size(self.swapfile_bytes),
-                "at least 64K",
-            );
-        }
-        Ok(())
     }
 
-    /// The variables that carry these settings (every one, explicitly).
-    pub fn to_vars(&self) -> Vec<(&'static str, String)> {
-        let mut vars = vec![
-            (env::LIMIT, format_size(self.limit_bytes)),
-            (env::COMPRESSOR, self.compressor.to_string()),
-            (env::PARALLEL, u8::from(self.parallel).to_string()),
-            (env::FOLIO, format_size(self.folio_bytes)),
-            (env::MIN_ALLOC, format_size(self.min_alloc_bytes)),
-            (env::MAX_POOL_PERCENT, self.max_pool_percent.to_string()),
-            (env::WRITEBACK, u8::from(self.writeback).to_string()),
-            (env::SWAPFILE_DIR, self.swapfile_dir.display().to_string()),
-            (env::SWAPFILE_SIZE, format_size(self.swapfile_bytes)),
-            (env::TRACK_WRITES, u8::from(self.track_writes).to_string()),
-            (env::ENCRYPT_SWAP, u8::from(self.encrypt_swap).to_string()),
-            (env::FOLIO_SWAPIN, u8::from(self.folio_swapin).to_string()),
-            (env::UNMAP_GROUP, self.unmap_group_pages.to_string()),
-            (env::CHARGE_POOL, u8::from(self.charge_pool).to_string()),
-            (env::RESERVATIONS, u8::from(self.reservations).to_string()),
-            (env::SMALL_OBJECTS, self.small_objects.to_string()),
-        ];
-        if let Some(p) = &self.shared_limit_file {
-            vars.push((env::SHARED_LIMIT_FILE, p.display().to_string()));
-        }
-        if let Some(p) = self.pool_limit_bytes {
-            vars.push((env::POOL_LIMIT, format_size(p)));
-        }
-        if self.user_mode_only {
-            vars.push((env::USER_MODE_ONLY, "1".into()));
-        }
-        if self.fault_thread {
-            vars.push((env::FAULT_THREAD, "1".into()));
-        }
-        if self.direct_reclaim {
-            vars.push((env::DIRECT_RECLAIM, "1".into()));
-        }
-        if self.fixed_pool_split {
-            vars.push((env::FIXED_POOL_SPLIT, "1".into()));
-        }
-        if let Some(p) = self.inject_failure {
-            let v = match p {
-                InjectFailure::FaultHandlerPanic => "fault-panic",
-                InjectFailure::ReclaimerPanic => "reclaim-panic",
-                InjectFailure::RuntimeThreadFault => "runtime-fault",
-            };
-            vars.push((env::INJECT_FAILURE, v.into()));
-        }
-        vars
-    }
-
-    /// The pool limit in force: `--pool-limit` if given; else, for a pool
-    /// charged to the limit, all of the limit but an eighth, the cap of the
-    /// adaptive split under which the pool's share follows refaults
-    /// (`runtime`'s `split.rs`), or half the limit with
-    /// `--fixed-pool-split` (a fixed share: past it the coldest pages are
-    /// written back); the whole limit without writeback (a full pool could
-    /// not shrink: the limit itself bounds it); and at most
-    /// `max_pool_percent` of this machine's memory (zswap's own bound). An
-    /// uncharged pool has zswap's own bound only. A fixed share of all but
-    /// an eighth was tried: random access over twice the limit kept
-    /// everything in memory, but `sort` under 10M made twice the
-    /// evictions and took 1.1–1.4x the time (its hot set did not fit in
-    /// the eighth left resident): hence a share that follows refaults.
+    /// The pool limit in force: `--pool-limit` if given; else the share
+    /// of the limit `PoolShare` names, at most `max_pool_percent` of this
+    /// machine's memory (zswap's own bound). An uncharged pool has zswap's
+    /// own bound only. A fixed share of all but an eighth was tried:
+    /// random access over twice the limit kept everything in memory, but
+    /// `sort` under 10M made twice the evictions and took 1.1–1.4x the
+    /// time (its hot set did not fit in the eighth left resident): hence a
+    /// share that follows refaults.
     pub fn pool_limit(&self) -> usize {
         self.pool_limit_bytes.unwrap_or_else(|| {
             let of_ram =
                 (machine_ram_bytes() as u128 * u128::from(self.max_pool_percent) / 100) as usize;
-            if !self.charge_pool {
-                return of_ram.max(PAGE_SIZE);
-            }
-            let share = match (self.writeback, self.fixed_pool_split) {
-                (false, _) => self.limit_bytes,
-                (true, true) => self.limit_bytes / 2,
-                (true, false) => self.limit_bytes - self.limit_bytes / 8,
+            let share = match self.pool_share() {
+                PoolShare::Uncharged => return of_ram.max(PAGE_SIZE),
+                PoolShare::Whole => self.limit_bytes,
+                PoolShare::FixedHalf => self.limit_bytes / 2,
+                PoolShare::Adaptive => self.limit_bytes - self.limit_bytes / 8,
             };
             share.min(of_ram).max(PAGE_SIZE)
         })
@@ -594,7 +279,7 @@ impl Settings {
             user_mode_only: self.user_mode_only,
             serve_faults_in_thread: !self.fault_thread,
             direct_reclaim: self.direct_reclaim,
-            adaptive_pool: self.charge_pool && self.writeback && !self.fixed_pool_split,
+            adaptive_pool: self.pool_share() == PoolShare::Adaptive,
             inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
@@ -819,6 +504,64 @@ mod tests {
         }
         assert_eq!(env::flag_of(env::LIMIT), Some("--limit"));
         assert_eq!(env::flag_of("UZSWAP_NOTHING"), None);
+    }
+
+    /// Each row's example is a value other than the default, in the form
+    /// the variable is written: read alone, it changes that setting only,
+    /// and is written back as it was.
+    #[test]
+    fn every_example_reads_back_as_written_and_changes_its_setting_alone() {
+        let defaults = Settings::default().to_vars();
+        for v in env::VARS.iter().filter(|v| !v.example.is_empty()) {
+            let s = Settings::from_vars(|k| (k == v.name).then(|| v.example.to_string()))
+                .unwrap_or_else(|e| panic!("{}'s example: {e}", v.name));
+            assert_ne!(
+                s,
+                Settings::default(),
+                "{}'s example is the default",
+                v.name
+            );
+            let vars = s.to_vars();
+            assert!(vars.contains(&(v.name, v.example.to_string())), "{vars:?}");
+            for (name, value) in &vars {
+                if *name != v.name {
+                    assert!(
+                        defaults.contains(&(name, value.clone())),
+                        "{}: {name}",
+                        v.name
+                    );
+                }
+            }
+        }
+        for v in [env::STATS_DIR, env::RUN_DIR] {
+            let other = env::VARS.iter().find(|x| x.name == v).unwrap();
+            assert!(other.example.is_empty() && other.flag.is_none());
+        }
+    }
+
+    /// The defaults are in range, and the smallest sizes are where the
+    /// messages say.
+    #[test]
+    fn the_defaults_are_valid_and_the_minimums_are_the_messages() {
+        Settings::default().validate().unwrap();
+        assert_eq!(format_size(MIN_SIZE), "64K");
+        for (name, at_least) in [
+            (env::LIMIT, MIN_SIZE),
+            (env::POOL_LIMIT, MIN_SIZE),
+            (env::SWAPFILE_SIZE, MIN_SIZE),
+            (env::MIN_ALLOC, PAGE_SIZE),
+        ] {
+            let read = |b: usize| Settings::from_vars(|k| (k == name).then(|| b.to_string()));
+            read(at_least).unwrap();
+            let err = read(at_least - 1).unwrap_err();
+            assert_eq!(err.name, name);
+            assert_eq!(err.expected, format!("at least {}", format_size(at_least)));
+        }
+        let unmap = Settings {
+            unmap_group_pages: 0,
+            ..Settings::default()
+        };
+        assert_eq!(unmap.validate().unwrap_err().name, env::UNMAP_GROUP);
     }
 
     #[test]

@@ -34,10 +34,9 @@ pub fn percent_arg(s: &str) -> Result<f64, String> {
     Ok(n / 100.0)
 }
 
-/// The limit of a run that names neither a limit nor a slowdown.
-pub const DEFAULT_LIMIT_BYTES: usize = 512 << 20;
-
-/// Settings of a program's runtime, as flags.
+/// Settings of a program's runtime, as flags: each sets the variable of
+/// one row of `launch::settings`' table (`env::VARS` names the flag), with
+/// that row's default; a test holds the two together.
 #[derive(Args, Debug, Clone)]
 pub struct RuntimeArgs {
     /// Memory limit of the paged memory (memory.high's role), counting
@@ -155,8 +154,9 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     pub fn settings(&self) -> Result<Settings, String> {
+        let defaults = Settings::default();
         let s = Settings {
-            limit_bytes: self.limit.unwrap_or(DEFAULT_LIMIT_BYTES),
+            limit_bytes: self.limit.unwrap_or(defaults.limit_bytes),
             charge_pool: !self.uncharged_pool,
             reservations: !self.no_reservations,
             small_objects: match (self.small_objects, self.no_small_objects) {
@@ -174,7 +174,7 @@ impl RuntimeArgs {
             max_pool_percent: self.max_pool_percent,
             pool_limit_bytes: self.pool_limit,
             writeback: !self.no_writeback,
-            swapfile_dir: self.swapfile_dir.clone().unwrap_or_else(std::env::temp_dir),
+            swapfile_dir: self.swapfile_dir.clone().unwrap_or(defaults.swapfile_dir),
             swapfile_bytes: self.swapfile_size,
             encrypt_swap: !self.no_encrypt_swap,
             track_writes: !self.no_track_writes,
@@ -555,8 +555,145 @@ mod tests {
         }
     }
 
-    /// `uzswap run` with no flags runs with the settings' defaults (each
-    /// flag's default is written in two places).
+    /// The variables a program gets from `uzswap run FLAGS`: the settings
+    /// the flags make, with the shared limit file `uzswap run` adds.
+    fn program_vars(flags: &[&str]) -> Result<Vec<(String, String)>, String> {
+        use clap::Parser;
+        let argv = std::iter::once("uzswap").chain(flags.iter().copied());
+        let args = Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .runtime;
+        let job = Launch {
+            settings: args.settings()?,
+            library: "/nonexistent/libuzswap_preload.so".into(),
+            command: vec!["true".into()],
+            per_process_limit: args.per_process_limit,
+            max_slowdown: None,
+        };
+        let cmd = job
+            .command(std::path::Path::new("/nonexistent/stats"))
+            .map_err(|e| e.to_string())?;
+        let mut vars: Vec<(String, String)> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_str()?.to_string())))
+            .filter(|(k, _)| k.starts_with("UZSWAP_") && k != launch::settings::env::STATS_DIR)
+            .collect();
+        vars.sort();
+        Ok(vars)
+    }
+
+    /// `uzswap run`'s flags and the settings table cannot drift: every
+    /// row with a flag has that flag, with the row's default where the
+    /// flag has one; the flag (with the row's example, if it takes a
+    /// value) changes the row's variable and no other; and every flag of
+    /// the runtime's changes exactly one row's variable.
+    #[test]
+    fn the_flags_are_the_settings_tables() {
+        use launch::settings::env::VARS;
+        let cmd = Cli::command();
+        let defaults = Settings::default().to_vars();
+        let plain = program_vars(&[]).unwrap();
+        let changed = |flags: &[&str]| -> Vec<String> {
+            let vars = program_vars(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+            let mut names: Vec<String> = plain
+                .iter()
+                .chain(&vars)
+                .filter(|kv| !plain.contains(kv) || !vars.contains(kv))
+                .map(|(k, _)| k.clone())
+                .collect();
+            names.sort();
+            names.dedup();
+            names
+        };
+        for v in VARS {
+            let Some(flag) = v.flag else { continue };
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == flag.strip_prefix("--"))
+                .unwrap_or_else(|| panic!("{}: {flag} is not a flag of uzswap run", v.name));
+            let takes_value = arg.get_action().takes_values();
+            if takes_value {
+                if let [clap_default] = arg.get_default_values() {
+                    let row_default = defaults.iter().find(|(n, _)| *n == v.name);
+                    assert_eq!(
+                        row_default.map(|(_, d)| d.as_str()),
+                        clap_default.to_str(),
+                        "{flag}'s default is not {}'s",
+                        v.name
+                    );
+                }
+            }
+            let flags: Vec<&str> = if takes_value {
+                vec![flag, v.example]
+            } else {
+                vec![flag]
+            };
+            assert_eq!(changed(&flags), [v.name], "{flags:?}");
+            let vars = program_vars(&flags).unwrap();
+            if let Some((_, value)) = vars.iter().find(|(k, _)| k == v.name) {
+                assert_eq!(value, v.example, "{flags:?}");
+            }
+        }
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let flag = format!("--{long}");
+            if long == "help" || VARS.iter().any(|v| v.flag == Some(flag.as_str())) {
+                continue;
+            }
+            assert!(
+                !arg.get_action().takes_values(),
+                "{flag} takes a value but is no setting's flag"
+            );
+            let names = changed(&[flag.as_str()]);
+            assert!(
+                names.len() == 1 && VARS.iter().any(|v| v.name == names[0]),
+                "{flag} changes {names:?}, not one setting"
+            );
+        }
+    }
+
+    /// A bad flag value is refused with the flag's name, the value and
+    /// what it must be.
+    #[test]
+    fn bad_flag_values_name_the_flag() {
+        use clap::Parser;
+        let err = |flags: &[&str]| {
+            let argv = std::iter::once("uzswap").chain(flags.iter().copied());
+            Cli::try_parse_from(argv)
+                .unwrap()
+                .runtime
+                .settings()
+                .unwrap_err()
+        };
+        assert_eq!(err(&["--limit", "10"]), "--limit=10: at least 64K");
+        assert_eq!(
+            err(&["--pool-limit", "1K"]),
+            "--pool-limit=1K: at least 64K"
+        );
+        assert_eq!(
+            err(&["--swapfile-size", "60K"]),
+            "--swapfile-size=60K: at least 64K"
+        );
+        assert_eq!(err(&["--min-alloc", "1K"]), "--min-alloc=1K: at least 4K");
+        assert_eq!(
+            err(&["--folio", "12K"]),
+            "--folio=12K: a power-of-two number of pages, 4K to 2M"
+        );
+        assert_eq!(
+            err(&["--max-pool-percent", "101"]),
+            "--max-pool-percent=101: a percentage, 1 to 100"
+        );
+        assert!(err(&["--compressor", "brotli"]).starts_with("--compressor: "));
+        let refused = |flags: &[&str]| {
+            let argv = std::iter::once("uzswap").chain(flags.iter().copied());
+            Cli::try_parse_from(argv).is_err()
+        };
+        assert!(refused(&["--unmap-group", "0"]));
+        assert!(refused(&["--unmap-group", "4097"]));
+        assert!(refused(&["--limit", "lots"]));
+    }
+
+    /// `uzswap run` with no flags runs with the settings' defaults.
     #[test]
     fn no_flags_give_the_default_settings() {
         use clap::Parser;

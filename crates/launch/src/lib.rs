@@ -4,12 +4,18 @@
 //! variables or report files; this crate is what sits between it and a
 //! user's command line:
 //!
-//! * [`settings`]: [`Settings`], the settings of a program-wide runtime.
-//!   Each setting has **one name** from flag to variable to field:
-//!   `--limit` / `UZSWAP_LIMIT` / `limit_bytes` (fields carry their unit:
-//!   `_bytes`). The table [`settings::env::VARS`] pairs every variable with
-//!   its flag. [`Settings::runtime_config`] turns them into a
-//!   [`runtime::RuntimeConfig`].
+//! * [`settings`]: [`Settings`], the settings of a program-wide runtime,
+//!   declared **once each**, as the rows of one table (`settings! { … }`
+//!   in `settings.rs`): field, type and default, variable, flag, how the
+//!   value is read and written, and its range. Each setting has one name
+//!   from flag to variable to field: `--limit` / `UZSWAP_LIMIT` /
+//!   `limit_bytes` (fields carry their unit: `_bytes`). The struct, its
+//!   defaults, [`Settings::from_vars`], [`Settings::validate`],
+//!   [`Settings::to_vars`] and [`settings::env::VARS`] (every variable
+//!   with its flag) are made from the table; `uzswap run`'s clap flags are
+//!   checked against it by a test. [`Settings::runtime_config`] turns the
+//!   settings into a [`runtime::RuntimeConfig`], with the pool's share of
+//!   the limit decided in one place ([`Settings::pool_limit`]).
 //! * [`run`]: `uzswap run` — finds the LD_PRELOAD library, checks that
 //!   userfaultfd works for this user, starts the program with the settings
 //!   in its environment and gathers every process's report at its end.

@@ -72,16 +72,17 @@ const FAULT_VARIANTS: [Variant; 4] = [
         pool: PoolRule::Uncounted,
     },
     Variant {
-        label: "uzswap --fault-thread, pool uncounted",
-        slug: "uzswap-thread",
-        flags: &["--fault-thread"],
-        pool: PoolRule::Uncounted,
+        label: "uzswap --fixed-pool-split, pool counted",
+        slug: "uzswap-counted-fixed",
+        flags: &["--fixed-pool-split"],
+        pool: PoolRule::Counted,
     },
 ];
 
 /// `uzswap bench faults`: the `randpage` program (random reads and writes
 /// of single words over a buffer) plain, under uzswap (pool uncounted and
-/// counted, faults served in-thread and by the handler thread) and under
+/// counted, its share adaptive or fixed at half the limit, reclaim direct
+/// or by the reclaim thread) and under
 /// the kernel's zswap and zram in a memcg of the same limit, at each
 /// budget, interleaved. Elapsed and CPU from outside; fault latency
 /// percentiles as the program measures them.

@@ -6,9 +6,19 @@
 
 use std::cell::Cell;
 
+/// Whose thread this is, as far as the hooks know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ThreadKind {
+    /// Not looked at yet.
+    Unknown,
+    /// One of the program's.
+    Program,
+    /// One of the runtime's (named `uzswap/*`).
+    Runtime,
+}
+
 thread_local! {
-    /// 0 unknown, 1 the program's thread, 2 a runtime thread.
-    static THREAD_KIND: Cell<u8> = const { Cell::new(0) };
+    static THREAD_KIND: Cell<ThreadKind> = const { Cell::new(ThreadKind::Unknown) };
 }
 
 /// Marks this thread inside the runtime while alive: its nested calls pass
@@ -36,13 +46,17 @@ pub fn passes_through() -> bool {
 
 pub(crate) fn is_runtime_thread() -> bool {
     THREAD_KIND.with(|k| {
-        if k.get() == 0 {
+        if k.get() == ThreadKind::Unknown {
             let mut name = [0u8; 16];
             // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
             let r = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
             let ours = r == 0 && name.starts_with(b"uzswap/");
-            k.set(if ours { 2 } else { 1 });
+            k.set(if ours {
+                ThreadKind::Runtime
+            } else {
+                ThreadKind::Program
+            });
         }
-        k.get() == 2
+        k.get() == ThreadKind::Runtime
     })
 }

@@ -23,7 +23,7 @@
 //! swap-ins either way) the passes' work decides, and aging goes off. Only
 //! the frequency of aging passes changes: what a pass does, and the
 //! protocol that the model checks, stay as they are. Policy only, and
-//! pure: [`Governor`] takes counter readings and returns a decision.
+//! pure: [`AgingGovernor`] takes counter readings and returns a decision.
 
 /// Counter readings ([`crate::RuntimeStats`]' totals).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,7 +66,7 @@ const WEIGHT: f64 = 0.25;
 
 /// Decides, epoch by epoch, whether aging passes run.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Governor {
+pub(crate) struct AgingGovernor {
     /// Faults per eviction, moving average, with aging on.
     on_cost: Option<f64>,
     /// The same with aging off.
@@ -88,7 +88,7 @@ pub(crate) struct Governor {
     passed: bool,
 }
 
-impl Governor {
+impl AgingGovernor {
     /// Aging off, the first epoch starting at `now`: a pass write-protects
     /// every resident page, and a program that writes what it reads (a
     /// Python heap: reference counts) takes a fault for each page it then
@@ -181,14 +181,14 @@ mod tests {
 
     /// Drives `g` for `epochs` epochs of 1000 evictions whose faults per
     /// eviction are `cost(aging)`; returns how many epochs ran aging.
-    fn drive(g: &mut Governor, epochs: usize, cost: impl Fn(bool) -> (u64, u64)) -> usize {
+    fn drive(g: &mut AgingGovernor, epochs: usize, cost: impl Fn(bool) -> (u64, u64)) -> usize {
         drive_with_passes(g, epochs, 0, cost)
     }
 
     /// [`drive`], with `protected` pages write-protected by the passes of
     /// each epoch that ran aging, in runs of 64 pages.
     fn drive_with_passes(
-        g: &mut Governor,
+        g: &mut AgingGovernor,
         epochs: usize,
         protected: u64,
         cost: impl Fn(bool) -> (u64, u64),
@@ -199,7 +199,7 @@ mod tests {
     /// [`drive_with_passes`], the passes of an epoch taking `calls`
     /// write-protect calls.
     fn drive_with_calls(
-        g: &mut Governor,
+        g: &mut AgingGovernor,
         epochs: usize,
         protected: u64,
         calls: u64,
@@ -226,7 +226,7 @@ mod tests {
     fn aging_turns_off_where_its_passes_are_its_only_cost() {
         // A stream written once and read back: as many swap-ins either
         // way, no write-protect fault; the passes protect what was mapped.
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let on = drive_with_passes(&mut g, 40, 1300, |_| (44, 0));
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
         assert!(g.on_cost > g.off_cost, "{g:?}");
@@ -240,12 +240,12 @@ mod tests {
         // Counted by pages alone the passes look cheap and aging would
         // stay on.
         let saves = |aging: bool| if aging { (900, 10) } else { (1000, 0) };
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let on = drive_with_calls(&mut g, 40, 1000, 600, saves);
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
         assert!(g.on_cost > g.off_cost, "{g:?}");
         // The same passes in long runs: aging pays.
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let on = drive_with_calls(&mut g, 40, 1000, 16, saves);
         assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
     }
@@ -254,7 +254,7 @@ mod tests {
     fn aging_turns_off_where_it_only_adds_faults() {
         // Thrashing: as many swap-ins either way, write-protect faults on
         // top with aging.
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let on = drive(&mut g, 40, |aging| (1000, if aging { 400 } else { 0 }));
         // Off but for the exploring epochs (and the first).
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn tries_that_confirm_the_choice_come_ever_more_rarely() {
         // Aging only adds faults: each try confirms that off is cheaper.
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let on = drive(&mut g, 100, |aging| (1000, if aging { 400 } else { 0 }));
         // The first epoch, then tries at 4, 12, 28, 44, 60, 76 and 92:
         // every 16 epochs at most once the gap has grown.
@@ -282,7 +282,7 @@ mod tests {
         // moves the average a quarter of the way: it takes six. A try that
         // beats off's average brings the tries back to every 4 epochs, so
         // the six come within about 16 + 5 * 4 epochs, not 6 * 16.
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         drive(&mut g, 60, |aging| (1000, if aging { 2000 } else { 0 }));
         assert_eq!(g.explore_every, MAX_EXPLORE_EVERY);
         let on = drive(
@@ -300,7 +300,7 @@ mod tests {
         // back; with aging it is spared, for some write-protect faults,
         // and for passes that protect a few pages or many.
         for protected in [0, 5000] {
-            let mut g = Governor::new(Reading::default());
+            let mut g = AgingGovernor::new(Reading::default());
             let on = drive_with_passes(&mut g, 40, protected, |aging| {
                 if aging {
                     (100, 150)
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_governor_follows_a_change_of_phase() {
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         drive(
             &mut g,
             40,
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn an_epoch_without_enough_evictions_decides_nothing() {
-        let mut g = Governor::new(Reading::default());
+        let mut g = AgingGovernor::new(Reading::default());
         let few = Reading {
             evicted_pages: MIN_EVICTIONS - 1,
             swapin_faults: 10_000,

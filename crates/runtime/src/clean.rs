@@ -14,7 +14,7 @@
 //! is judged by the share of kept pages written: more than one in
 //! [`WRITTEN_SHARE`] turns keeping off. While off, it tries again after
 //! [`OFF_LOADS`] swap-ins, so that it notices a change of phase. Policy
-//! only, and pure: [`Governor`] takes counter readings and returns a
+//! only, and pure: [`KeepCleanGovernor`] takes counter readings and returns a
 //! decision; the protocol that the model checks is the same either way.
 
 /// Counter readings ([`crate::RuntimeStats`]' totals).
@@ -38,7 +38,7 @@ pub(crate) const OFF_LOADS: u64 = 8192;
 
 /// Decides, epoch by epoch, whether swap-ins keep clean pages' slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Governor {
+pub(crate) struct KeepCleanGovernor {
     keeping: bool,
     /// Readings at the start of the epoch under way.
     start: Reading,
@@ -46,7 +46,7 @@ pub(crate) struct Governor {
     loads_off: u64,
 }
 
-impl Governor {
+impl KeepCleanGovernor {
     /// Keeping on, the first epoch starting at `now`.
     pub fn new(now: Reading) -> Self {
         Self {
@@ -85,7 +85,12 @@ mod tests {
     /// Drives `g` through `loads` swap-ins of `pages` pages each, of which
     /// `written_share` (per mille) are written soon after when kept;
     /// returns the pages kept.
-    fn drive(g: &mut Governor, now: &mut Reading, loads: u64, written_per_mille: u64) -> u64 {
+    fn drive(
+        g: &mut KeepCleanGovernor,
+        now: &mut Reading,
+        loads: u64,
+        written_per_mille: u64,
+    ) -> u64 {
         let mut kept = 0;
         let mut carry = 0;
         for _ in 0..loads {
@@ -102,7 +107,10 @@ mod tests {
 
     #[test]
     fn keeping_stays_on_for_pages_read_and_not_written() {
-        let (mut g, mut now) = (Governor::new(Reading::default()), Reading::default());
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
         let kept = drive(&mut g, &mut now, 100_000, 0);
         assert_eq!(kept, 400_000);
         assert!(g.keeping);
@@ -110,7 +118,10 @@ mod tests {
 
     #[test]
     fn keeping_goes_off_where_most_kept_pages_are_written() {
-        let (mut g, mut now) = (Governor::new(Reading::default()), Reading::default());
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
         let loads = 100_000;
         let kept = drive(&mut g, &mut now, loads, 670);
         // One epoch at the start, and one per OFF_LOADS after it.
@@ -121,7 +132,10 @@ mod tests {
 
     #[test]
     fn keeping_comes_back_after_a_change_of_phase() {
-        let (mut g, mut now) = (Governor::new(Reading::default()), Reading::default());
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
         drive(&mut g, &mut now, 20_000, 900);
         assert!(!g.keeping || g.loads_off == 0);
         drive(&mut g, &mut now, 2 * OFF_LOADS, 0);
@@ -130,11 +144,17 @@ mod tests {
 
     #[test]
     fn an_eighth_written_is_the_edge() {
-        let (mut g, mut now) = (Governor::new(Reading::default()), Reading::default());
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
         let loads = EPOCH_PAGES / 4;
         drive(&mut g, &mut now, loads, 125);
         assert!(g.on_load(now), "an eighth written keeps it on");
-        let (mut g, mut now) = (Governor::new(Reading::default()), Reading::default());
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
         drive(&mut g, &mut now, loads, 160);
         assert!(!g.on_load(now), "more than an eighth turns it off");
     }

@@ -74,7 +74,7 @@ pub(crate) struct RealEnv {
     /// Whether swap-ins keep clean pages' slots (`clean.rs`); taken with
     /// `try_lock` only (a forked child that finds it held keeps the last
     /// decision, `keeping_clean`).
-    clean_governor: Mutex<crate::clean::Governor>,
+    clean_governor: Mutex<crate::clean::KeepCleanGovernor>,
     keeping_clean: AtomicBool,
     /// The copy of the run being stored: the store compresses from it, not
     /// from the program's pages, so that no fault of ours can happen while
@@ -118,7 +118,7 @@ impl RealEnv {
             folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
             split,
             gate: RwLock::new(()),
-            clean_governor: Mutex::new(crate::clean::Governor::new(Default::default())),
+            clean_governor: Mutex::new(crate::clean::KeepCleanGovernor::new(Default::default())),
             keeping_clean: AtomicBool::new(true),
             staging: Mutex::new(Vec::new()),
         }

@@ -2,14 +2,15 @@
 //! protocol's operation for each. Plumbing only: what a fault does is in
 //! [`crate::protocol`]; unexpected events end the program loudly.
 
+use crate::config::InjectFailure;
 use crate::fatal;
+use crate::pager::Pager;
 use crate::protocol::{MissingFault, WpFault, PAGE};
-use crate::runtime::{InjectFailure, Inner};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use userfaultfd::{Event, EventBuffer, FaultKind, ReadWrite};
 
-impl Inner {
+impl Pager {
     pub(crate) fn fault_loop(&self) {
         self.register_runtime_thread();
         let live = self.env.live();

@@ -54,8 +54,8 @@
 //! swapped pages as zeros (documented; no common program does this).
 
 use crate::env::{Generation, Inherited, Live};
+use crate::pager::{new_live, store_config, Pager};
 use crate::protocol::{self, Fork, State, StoreId};
-use crate::runtime::{new_live, store_config, Inner};
 use crate::uffd::FaultMode;
 use crate::{arena, fatal};
 use std::cell::RefCell;
@@ -71,7 +71,7 @@ const LOCK_BASE: i64 = 1 << 62;
 pub const THAW_GRACE: Duration = Duration::from_secs(10);
 
 /// Every live runtime of the process.
-static RUNTIMES: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+static RUNTIMES: Mutex<Vec<Weak<Pager>>> = Mutex::new(Vec::new());
 
 /// What the forking thread holds from prepare to parent/child.
 struct Held {
@@ -80,13 +80,13 @@ struct Held {
     state: MutexGuard<'static, State>,
     _gate: RwLockWriteGuard<'static, ()>,
     generation: u64,
-    inner: Arc<Inner>,
+    inner: Arc<Pager>,
 }
 
 struct HeldAll {
     runtimes: Vec<Held>,
     arena: Option<arena::ForkGuard>,
-    registry: Option<MutexGuard<'static, Vec<Weak<Inner>>>>,
+    registry: Option<MutexGuard<'static, Vec<Weak<Pager>>>>,
 }
 
 thread_local! {
@@ -115,26 +115,26 @@ pub fn register_handlers() {
     });
 }
 
-fn registry() -> MutexGuard<'static, Vec<Weak<Inner>>> {
+fn registry() -> MutexGuard<'static, Vec<Weak<Pager>>> {
     RUNTIMES.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Adds a runtime to those forks take care of.
-pub(crate) fn track(inner: &Arc<Inner>) {
+pub(crate) fn track(inner: &Arc<Pager>) {
     let mut r = registry();
     r.retain(|w| w.strong_count() > 0);
     r.push(Arc::downgrade(inner));
 }
 
 /// Removes a runtime (it is being dropped).
-pub(crate) fn untrack(inner: &Arc<Inner>) {
+pub(crate) fn untrack(inner: &Arc<Pager>) {
     registry().retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(inner)));
 }
 
 extern "C" fn prepare() {
     no_unwind("prepare", || {
         let registry = registry();
-        let live: Vec<Arc<Inner>> = registry.iter().filter_map(Weak::upgrade).collect();
+        let live: Vec<Arc<Pager>> = registry.iter().filter_map(Weak::upgrade).collect();
         let runtimes = live.into_iter().map(|i| i.prepare_fork()).collect();
         let arena =
             arena::range_if_reserved().and_then(|_| arena::global().ok().map(|a| a.fork_guard()));
@@ -221,7 +221,7 @@ fn generation_lock(fd: libc::c_int, generation: u64, kind: libc::c_short, probe:
     }
 }
 
-impl Inner {
+impl Pager {
     /// The parent's half of prepare: quiesce, gate, freeze, hold the state.
     fn prepare_fork(self: Arc<Self>) -> Held {
         let mut op = Fork::default();

@@ -44,8 +44,8 @@
 //! alternate stack, inside a program handler that runs there): about
 //! 10 KiB.
 
+use crate::pager::Pager;
 use crate::protocol::{MissingFault, PageState, WpFault, PAGE};
-use crate::runtime::Inner;
 use crate::uffd::FaultMode;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -56,7 +56,7 @@ const SLOTS: usize = 16;
 
 /// The process's runtimes in `InThread` mode (pointers kept alive by the
 /// `Runtime` that enlisted them until [`leave`]).
-static RUNTIMES: [AtomicPtr<Inner>; SLOTS] =
+static RUNTIMES: [AtomicPtr<Pager>; SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 /// Signal handlers inside [`serve_signal`] now.
 static SERVING: AtomicUsize = AtomicUsize::new(0);
@@ -111,8 +111,8 @@ impl Drop for Marked {
 }
 
 /// Adds a runtime to those the SIGBUS handler serves.
-pub(crate) fn enlist(inner: &Arc<Inner>) -> Result<(), crate::RuntimeError> {
-    let p = Arc::as_ptr(inner) as *mut Inner;
+pub(crate) fn enlist(inner: &Arc<Pager>) -> Result<(), crate::RuntimeError> {
+    let p = Arc::as_ptr(inner) as *mut Pager;
     for slot in &RUNTIMES {
         if slot
             .compare_exchange(std::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst)
@@ -128,8 +128,8 @@ pub(crate) fn enlist(inner: &Arc<Inner>) -> Result<(), crate::RuntimeError> {
 
 /// Removes a runtime; if a handler may still be using it, its memory is
 /// kept (one leaked reference) rather than freed under that handler.
-pub(crate) fn leave(inner: &Arc<Inner>) {
-    let p = Arc::as_ptr(inner) as *mut Inner;
+pub(crate) fn leave(inner: &Arc<Pager>) {
+    let p = Arc::as_ptr(inner) as *mut Pager;
     let mut found = false;
     for slot in &RUNTIMES {
         found |= slot
@@ -267,7 +267,7 @@ fn any_enlisted() -> bool {
     RUNTIMES.iter().any(|s| !s.load(Ordering::SeqCst).is_null())
 }
 
-impl Inner {
+impl Pager {
     /// Serves a fault at `addr` in the calling thread if the page is one
     /// of this runtime's regions; `false` otherwise.
     fn serve_in_thread(&self, addr: usize, write: bool, wp: bool) -> bool {
@@ -314,7 +314,7 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl Pager {
     /// Serves, in the calling thread, the faults an access to the pinned
     /// pages of `[addr, addr + len)` would take (for writing if `write`):
     /// their pins keep them from being evicted or write-protected

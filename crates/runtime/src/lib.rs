@@ -45,6 +45,14 @@
 //!   system calls, region release. Its module docs state the invariants.
 //!   The exhaustive model checker (`model.rs`, tests) runs these same
 //!   functions against a model kernel, in every interleaving.
+//! * `config.rs`: [`RuntimeConfig`] and [`InjectFailure`], imported by
+//!   everything else, importing nothing of the crate's mechanisms.
+//! * `pager.rs`: the `Pager`, what every runtime thread of a process
+//!   shares (page states, the real environment, the limit in force, the
+//!   runtime's threads), and the driver that runs protocol operations
+//!   against the kernel. The mechanisms below add `impl Pager` blocks and
+//!   import it; it imports none of them.
+//! * `runtime.rs`: [`Runtime`], the public handle over a `Pager`.
 //! * `fault.rs`: the fault loop (plumbing: events in, operations run).
 //! * [`in_thread`]: faults served in the faulting thread instead
 //!   (`UFFD_FEATURE_SIGBUS`): the SIGBUS entry point and the runtimes it
@@ -110,6 +118,7 @@
 mod aging;
 pub mod arena;
 mod clean;
+mod config;
 mod counters;
 mod env;
 pub mod fatal;
@@ -120,6 +129,7 @@ pub mod in_thread;
 #[cfg(test)]
 mod model;
 mod pagemap;
+mod pager;
 pub mod protocol;
 mod reclaim;
 pub mod reentry;
@@ -132,10 +142,11 @@ mod swapin;
 mod sys;
 mod uffd;
 
+pub use config::{InjectFailure, RuntimeConfig};
 pub use counters::RuntimeStats;
 pub use reclaim::{throttle_headroom_bytes, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
-pub use runtime::{InjectFailure, Runtime, RuntimeConfig};
+pub use runtime::Runtime;
 pub use shared::LimitControl;
 pub use uffd::FaultMode;
 

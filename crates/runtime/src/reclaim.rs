@@ -1,6 +1,6 @@
 //! Reclaim: the reclaim thread (kswapd's role) evicts the oldest pages
 //! while the process's charge is over the limit. The charge is what a
-//! memcg counts ([`Inner::own_charge`]): resident pages, the swap store's
+//! memcg counts ([`Pager::own_charge`]): resident pages, the swap store's
 //! pool and entries. Where the pool's share of the limit adapts
 //! (`split.rs`), it also writes the pool's coldest pages back while the
 //! pool is over its share, which leaves the room to resident pages
@@ -14,10 +14,11 @@
 //! runs before eviction, at most every `aging_interval`. Policy only: what
 //! an eviction does is [`crate::protocol::Evict`].
 
+use crate::config::InjectFailure;
+use crate::pager::Pager;
 use crate::protocol::Env;
 use crate::protocol::PAGE;
 use crate::protocol::{Age, Evict};
-use crate::runtime::{InjectFailure, Inner};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -42,7 +43,7 @@ pub fn throttle_headroom_bytes(limit_bytes: usize) -> usize {
     (limit_bytes / 4).min(THROTTLE_HEADROOM_BYTES)
 }
 
-impl Inner {
+impl Pager {
     /// Where reclaim stops once the limit is passed: a margin under it of
     /// 1/32 of the limit, at least one reclaim batch.
     fn low_watermark(&self) -> usize {
@@ -186,7 +187,7 @@ impl Inner {
 
     /// After a fault: wakes reclaim if residency is over the limit.
     /// Returns whether it is past the ceiling, where the fault is throttled:
-    /// its page is mapped but its thread sleeps until [`Inner::release_throttled`]
+    /// its page is mapped but its thread sleeps until [`Pager::release_throttled`]
     /// finds reclaim caught up (`memory.high`'s throttling). The handler
     /// itself never waits: it must stay free to serve every other fault.
     pub(crate) fn over_ceiling(&self) -> bool {
@@ -232,7 +233,7 @@ impl Inner {
 
     /// After a fault served in the faulting thread: past the ceiling, the
     /// thread waits here (its page mapped) until reclaim has caught up, can
-    /// do no more, or the runtime stops — what [`Inner::release_throttled`]
+    /// do no more, or the runtime stops — what [`Pager::release_throttled`]
     /// does for the handler thread's faults.
     pub(crate) fn throttle_in_thread(&self) {
         if !self.over_ceiling() {
@@ -301,7 +302,7 @@ impl Inner {
     /// waits (a fork copies the lock as it was; a child that finds it held
     /// keeps aging).
     fn aging_pays(&self) -> bool {
-        let Ok(mut governor) = self.governor.try_lock() else {
+        let Ok(mut governor) = self.aging_governor.try_lock() else {
             return true;
         };
         let c = &self.env.counters;

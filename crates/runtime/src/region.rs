@@ -3,8 +3,9 @@
 //! region pages.
 
 use crate::arena;
+use crate::pager::Pager;
 use crate::protocol::{self, Pin, ProgramDiscard, Release, PAGE};
-use crate::runtime::{Inner, Runtime};
+use crate::runtime::Runtime;
 use crate::RuntimeError;
 use std::sync::Arc;
 use userfaultfd::RegisterMode;
@@ -304,7 +305,7 @@ fn touch(addr: usize, len: usize, write: bool) {
 
 /// Region pages pinned for a system call ([`Runtime::pin`]).
 pub struct PinGuard<'a> {
-    inner: &'a Inner,
+    inner: &'a Pager,
     addr: usize,
     len: usize,
 }
@@ -330,7 +331,7 @@ impl Drop for PinGuard<'_> {
 /// [`Region::as_mut_slice`]) like any other memory; faults are served by
 /// the runtime's handler thread.
 pub struct Region {
-    inner: Arc<Inner>,
+    inner: Arc<Pager>,
     base: usize,
     len: usize,
     /// Address room held from `base` (at least `len`; the rest is
@@ -422,7 +423,7 @@ impl Drop for Region {
     }
 }
 
-impl Inner {
+impl Pager {
     /// Ends the region at `base`: waits for its operations in flight,
     /// forgets it (after swapping every page back in if `plain`), and
     /// unregisters it.
@@ -455,7 +456,7 @@ impl Inner {
         self.release_all_regions_with(&mut || {});
     }
 
-    /// [`Inner::release_all_regions`], calling `after_each` once each
+    /// [`Pager::release_all_regions`], calling `after_each` once each
     /// region is plain (progress, for whoever waits on it).
     pub(crate) fn release_all_regions_with(&self, after_each: &mut dyn FnMut()) {
         let regions: Vec<(usize, u64)> = self

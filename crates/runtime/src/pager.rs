@@ -1,0 +1,312 @@
+//! The pager: what every runtime thread of one process shares ([`Pager`]:
+//! the page states, the real environment, the limit, the runtime's
+//! threads), the driver that runs the protocol's operations against the
+//! environment, and the making of a process's live parts. The mechanisms
+//! (`reclaim.rs`, `fork.rs`, `in_thread.rs`, `fault.rs`, `region.rs`) add
+//! their own `impl Pager` blocks and import this module; it imports none
+//! of them, and [`crate::Runtime`], the public handle, sits above them all.
+
+use crate::config::RuntimeConfig;
+use crate::env::{Live, RealEnv};
+use crate::pagemap::PagemapScan;
+use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
+use crate::shared::SharedLimit;
+use crate::split::PoolSplit;
+use crate::uffd::FaultMode;
+use crate::{fatal, RuntimeError};
+use common::rate_limit::RateLimit;
+use common::wakeup::Wakeup;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use zswap::Swap;
+
+/// Runtime threads register their thread ids here, so that the fault
+/// handler can tell a runtime thread's fault (an invariant broken) from the
+/// program's.
+const MAX_RUNTIME_THREADS: usize = 8;
+
+/// What every runtime thread shares.
+pub(crate) struct Pager {
+    pub state: Mutex<State>,
+    pub changed: Condvar,
+    pub env: RealEnv,
+    pub tun: Tunables,
+    pub cfg: RuntimeConfig,
+    pub limit_pages: usize,
+    pub stop: AtomicBool,
+    /// The reclaimer's last pass evicted nothing (the store refuses, or
+    /// nothing is evictable): throttled faults must not wait for it.
+    pub reclaim_stalled: AtomicBool,
+    pub runtime_tids: [AtomicI32; MAX_RUNTIME_THREADS],
+    /// Aging passes, at most every `cfg.aging_interval`, and shared-limit
+    /// sweeps, at most every 100 ms (atomics: nothing a fork could copy
+    /// locked).
+    pub aging: RateLimit,
+    pub sweep: RateLimit,
+    /// Pool compactions by the reclaimer, at most every
+    /// `COMPACT_INTERVAL` (`reclaim.rs`).
+    pub compaction: RateLimit,
+    /// Fork generations of this process's swap file so far.
+    pub generations: AtomicU64,
+    /// Whether aging passes pay (`aging.rs`); taken with `try_lock` only,
+    /// by the caller that the `aging` rate limit let through.
+    pub aging_governor: std::sync::Mutex<crate::aging::AgingGovernor>,
+}
+
+impl Pager {
+    /// Runs one protocol operation to its end: steps it, waits when it
+    /// asks to, and ends the program on a fatal error.
+    pub fn drive<T>(&self, mut step: impl FnMut(&Cx<RealEnv>) -> Result<Step<T>, Fatal>) -> T {
+        let cx = Cx {
+            state: &self.state,
+            changed: &self.changed,
+            env: &self.env,
+            tun: &self.tun,
+        };
+        loop {
+            match step(&cx) {
+                Ok(Step::Next) => {}
+                Ok(Step::Wait(seen)) => {
+                    let mut st = self.lock();
+                    while st.changes == seen {
+                        st.sleepers += 1;
+                        st = self
+                            .changed
+                            .wait(st)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        st.sleepers -= 1;
+                    }
+                }
+                Ok(Step::Done(v)) => {
+                    self.publish_charge();
+                    return v;
+                }
+                Err(e) => fatal::die(&e.to_string()),
+            }
+        }
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        protocol::lock(&self.state)
+    }
+
+    /// The limit in force, in pages: the configured one, or lower where a
+    /// controller of the shared limit set it lower (`--max-slowdown`).
+    pub(crate) fn limit(&self) -> usize {
+        match self
+            .env
+            .live()
+            .shared
+            .as_ref()
+            .and_then(|s| s.controlled_limit())
+        {
+            Some(c) => c.min(self.limit_pages),
+            None => self.limit_pages,
+        }
+    }
+
+    /// Adds `waited` to the time the program's threads waited on uzswap
+    /// (fault service, throttling, pins): the stall a `--max-slowdown`
+    /// controller keeps under its target. Lock-free.
+    pub(crate) fn note_stall(&self, waited: Duration) {
+        let ns = waited.as_nanos() as u64;
+        self.env.counters.stall_ns.fetch_add(ns, Ordering::Relaxed);
+        if let Some(s) = &self.env.live().shared {
+            s.add_stall(ns);
+        }
+    }
+
+    /// Publishes this process's charge to a shared limit.
+    pub(crate) fn publish_charge(&self) {
+        if let Some(s) = &self.env.live().shared {
+            s.publish(self.own_charge());
+        }
+    }
+
+    /// The pages this process's memory costs, as a memcg charges them:
+    /// resident region pages, and the swap store's pool and entries
+    /// ([`zswap::Swap::charged_pages`]). The page-state tables are not
+    /// counted: they cover every page of a region, touched or not (a
+    /// program's 700 MB reservation has a 5.5 MB table), where the kernel's
+    /// page tables cover touched memory only; charging them would leave a
+    /// small limit nothing for resident pages. `table_bytes` reports them.
+    pub fn own_charge(&self) -> usize {
+        let resident = self.lock().resident;
+        if self.cfg.charge_pool {
+            resident + self.env.live().own.charged_pages()
+        } else {
+            resident
+        }
+    }
+
+    /// Bytes of the page-state tables of all regions (for reports: it
+    /// walks the regions).
+    pub fn table_bytes(&self) -> usize {
+        let pages: usize = self.lock().regions.values().map(|r| r.pages.len()).sum();
+        pages * std::mem::size_of::<protocol::Page>()
+    }
+
+    /// The pages the limit applies to: ours, or all processes' of a shared
+    /// limit.
+    pub fn charged(&self) -> usize {
+        match &self.env.live().shared {
+            Some(s) => s.total(),
+            None => self.own_charge(),
+        }
+    }
+
+    /// Records the calling thread as a runtime thread.
+    pub fn register_runtime_thread(&self) {
+        self.claim_tid_slot(crate::sys::gettid());
+    }
+
+    /// Takes a free slot of `runtime_tids` for `tid`; `None` if all are
+    /// taken.
+    fn claim_tid_slot(&self, tid: i32) -> Option<&AtomicI32> {
+        self.runtime_tids.iter().find(|slot| {
+            slot.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        })
+    }
+
+    /// Runs `f` (an eviction) with the calling thread counted as a runtime
+    /// thread: the evictor may fault on its own victim (discarded behind
+    /// the runtime's back), and the handler serves that fault with zeros
+    /// only for a runtime thread; any other thread it would make wait for
+    /// the eviction, that is, for itself.
+    pub fn as_runtime_thread<T>(&self, f: impl FnOnce() -> T) -> T {
+        let tid = crate::sys::gettid();
+        if self.is_runtime_thread(tid) {
+            return f();
+        }
+        let slot = loop {
+            match self.claim_tid_slot(tid) {
+                Some(slot) => break slot,
+                // Every slot taken by other callers' evictions: wait for one.
+                None => std::thread::yield_now(),
+            }
+        };
+        struct Unregister<'a>(&'a AtomicI32);
+        impl Drop for Unregister<'_> {
+            fn drop(&mut self) {
+                self.0.store(0, Ordering::Release);
+            }
+        }
+        let _unregister = Unregister(slot);
+        f()
+    }
+
+    /// Forgets the runtime threads (a forked child: they are the parent's).
+    pub fn forget_runtime_threads(&self) {
+        for slot in &self.runtime_tids {
+            slot.store(0, Ordering::Release);
+        }
+    }
+
+    pub fn is_runtime_thread(&self, tid: i32) -> bool {
+        self.runtime_tids
+            .iter()
+            .any(|t| t.load(Ordering::Acquire) == tid)
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Starts the fault handler and the reclaimer.
+    pub fn start_threads(self: &Arc<Self>) -> std::io::Result<()> {
+        let mut threads = self
+            .env
+            .live()
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.env.mode != FaultMode::InThread {
+            let i = self.clone();
+            threads.push(fatal::spawn("uzswap/fault", move || i.fault_loop())?);
+        }
+        let i = self.clone();
+        threads.push(fatal::spawn("uzswap/reclaim", move || i.reclaim_loop())?);
+        Ok(())
+    }
+
+    /// Stops and joins the runtime's threads.
+    pub fn stop_threads(&self) {
+        self.stop.store(true, Ordering::Release);
+        let live = self.env.live();
+        live.reclaim_wake.kick();
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd wakes the handler's poll.
+        unsafe { libc::write(live.stop_fd, &one as *const u64 as *const libc::c_void, 8) };
+        let threads: Vec<JoinHandle<()>> = live
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Makes a process's [`Live`] parts: the userfaultfd (in `mode`'s strength
+/// or the strongest allowed), a store, the pagemap handle, the stop
+/// eventfd, a shared-limit slot.
+pub(crate) fn new_live(
+    cfg: &RuntimeConfig,
+    swap: Arc<Swap>,
+    user_mode_only: bool,
+    in_thread: bool,
+) -> Result<(Live, FaultMode), RuntimeError> {
+    let (uffd, mode) = if in_thread {
+        (crate::uffd::open_in_thread()?, FaultMode::InThread)
+    } else {
+        crate::uffd::open(user_mode_only)?
+    };
+    let shared =
+        match &cfg.shared_limit_file {
+            Some(path) => Some(SharedLimit::open(path).map_err(|e| {
+                RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+    // Aging (where `track_writes`) and clean pages' kept slots both need it.
+    let pagemap = PagemapScan::open();
+    // SAFETY: eventfd(2) with valid flags; the result is checked.
+    let stop_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if stop_fd < 0 {
+        return Err(RuntimeError::Thread(std::io::Error::last_os_error()));
+    }
+    let live = Live {
+        uffd,
+        own: swap,
+        inherited: Vec::new(),
+        pagemap,
+        stop_fd,
+        shared,
+        reclaim_wake: Wakeup::default(),
+        threads: std::sync::Mutex::new(Vec::new()),
+        generations: std::sync::Mutex::new(Vec::new()),
+    };
+    Ok((live, mode))
+}
+
+/// The adaptive split of `cfg`'s limit, where the pool is charged to it
+/// and can be written back.
+pub(crate) fn pool_split(cfg: &RuntimeConfig) -> Option<PoolSplit> {
+    let adaptive = cfg.adaptive_pool && cfg.charge_pool && cfg.swap.writeback;
+    adaptive.then(|| PoolSplit::new(cfg.limit_bytes / PAGE, cfg.swap.max_pool_bytes() / PAGE))
+}
+
+/// The store settings a runtime uses: the shrinker runs on the reclaimer,
+/// not a thread of the store's own (every thread that touches a store must
+/// be one the runtime can stop at fork).
+pub(crate) fn store_config(cfg: &zswap::Config) -> zswap::Config {
+    zswap::Config {
+        shrinker_thread: false,
+        ..cfg.clone()
+    }
+}

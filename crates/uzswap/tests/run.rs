@@ -70,9 +70,8 @@ fn run_as_nobody(bin: &std::path::Path, args: &[&str], name: &str) -> (Output, R
     (out, run_report(&stats))
 }
 
-/// The program succeeded, said so, and its memory really went through the
-/// store: more pages evicted than the limit holds, and swapped back in.
-fn assert_paged(out: &Output, f: &RunReport, ok_line: &str, limit_pages: u64) {
+/// The program succeeded and said so.
+fn assert_succeeded(out: &Output, ok_line: &str) {
     assert!(
         out.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -81,6 +80,12 @@ fn assert_paged(out: &Output, f: &RunReport, ok_line: &str, limit_pages: u64) {
         text(&out.stderr)
     );
     assert!(text(&out.stdout).contains(ok_line), "{}", text(&out.stdout));
+}
+
+/// The program succeeded, said so, and its memory really went through the
+/// store: more pages evicted than the limit holds, and swapped back in.
+fn assert_paged(out: &Output, f: &RunReport, ok_line: &str, limit_pages: u64) {
+    assert_succeeded(out, ok_line);
     let (rt, swap) = (&f.total.runtime, &f.total.swap);
     assert!(f.run.processes >= 1, "{f:?}");
     assert!(rt.evicted_pages > 2 * limit_pages, "{f:?}");
@@ -149,18 +154,7 @@ fn max_slowdown_finds_a_limit_under_a_cold_working_set() {
         &[bin.to_str().unwrap(), "96", "60"],
         "coldset",
     );
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    assert!(
-        text(&out.stdout).contains("coldset: ok"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert_succeeded(&out, "coldset: ok");
     assert!(
         text(&out.stderr).contains("uzswap: limit found:"),
         "{}",
@@ -532,18 +526,7 @@ fn a_block_mapped_where_a_bigger_one_was_reads_back_every_byte() {
         &[],
         std::time::Duration::from_secs(120),
     );
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    assert!(
-        text(&out.stdout).contains("stalecheck: ok"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert_succeeded(&out, "stalecheck: ok");
     let f = run_report(&stats).total.runtime;
     assert!(f.evicted_pages > 2 * 4096, "{f:?}");
     assert_eq!(f.evict_failures, 0, "{f:?}");

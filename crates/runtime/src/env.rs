@@ -41,6 +41,18 @@ pub(crate) struct Live {
     pub generations: Mutex<Vec<Generation>>,
 }
 
+impl Live {
+    /// The limit in force, in pages, for a runtime configured with
+    /// `configured`: lower where a controller of the shared limit set it
+    /// lower (`--max-slowdown`).
+    pub fn limit_in_force(&self, configured: usize) -> usize {
+        match self.shared.as_ref().and_then(|s| s.controlled_limit()) {
+            Some(c) => c.min(configured),
+            None => configured,
+        }
+    }
+}
+
 /// A store inherited from an ancestor, and the fork generation (of that
 /// ancestor's swap file) whose frozen slots this process may read.
 pub(crate) struct Inherited {
@@ -496,10 +508,7 @@ impl Env for RealEnv {
                 zswap::Source::Zero => Tier::Other,
             };
             let ns = started.elapsed().as_nanos() as u64;
-            let limit = match live.shared.as_ref().and_then(|s| s.controlled_limit()) {
-                Some(c) => c.min(split.ceiling_pages()),
-                None => split.ceiling_pages(),
-            };
+            let limit = live.limit_in_force(split.ceiling_pages());
             split.note_swapin(
                 tier,
                 fault.distance.0,

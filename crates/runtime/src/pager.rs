@@ -95,16 +95,7 @@ impl Pager {
     /// The limit in force, in pages: the configured one, or lower where a
     /// controller of the shared limit set it lower (`--max-slowdown`).
     pub(crate) fn limit(&self) -> usize {
-        match self
-            .env
-            .live()
-            .shared
-            .as_ref()
-            .and_then(|s| s.controlled_limit())
-        {
-            Some(c) => c.min(self.limit_pages),
-            None => self.limit_pages,
-        }
+        self.env.live().limit_in_force(self.limit_pages)
     }
 
     /// Adds `waited` to the time the program's threads waited on uzswap

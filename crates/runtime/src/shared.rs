@@ -125,6 +125,13 @@ impl Mapping {
             .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
     }
 
+    /// Pages every live process of the limit is charged.
+    fn charge(&self) -> usize {
+        self.live_slots()
+            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
+            .sum()
+    }
+
     /// Clears `slot` (held by `owner`), keeping its stall in the header.
     fn retire(&self, slot: &Slot, owner: u32) {
         slot.resident.store(0, Ordering::Release);
@@ -229,10 +236,7 @@ impl SharedLimit {
 
     /// Resident pages of every process of the limit.
     pub fn total(&self) -> usize {
-        self.map
-            .live_slots()
-            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
-            .sum()
+        self.map.charge()
     }
 
     /// Adds `ns` to this process's stall. Lock-free: faulting threads call
@@ -296,10 +300,7 @@ impl LimitControl {
 
     /// Pages the processes of the run are charged now.
     pub fn charge(&self) -> usize {
-        self.map
-            .live_slots()
-            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
-            .sum()
+        self.map.charge()
     }
 
     /// Time the threads of the run's processes, live or gone, have waited

@@ -66,6 +66,7 @@ use proc::User;
 use progress::Progress;
 use runner::Suite;
 use std::path::PathBuf;
+pub(crate) use summary::human_size;
 use summary::{csv, list_table, print_summary, result_table};
 use work::{create_work, locate_tools};
 

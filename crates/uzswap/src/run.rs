@@ -1,5 +1,6 @@
 //! `uzswap run` and `uzswap stats`: unmodified programs on uzswap memory.
 
+use crate::compat::human_size;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use launch::report::{self, ProcessReport};
@@ -9,16 +10,6 @@ use std::path::PathBuf;
 
 pub fn size_arg(s: &str) -> Result<usize, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 512M, 64K, 2G)"))
-}
-
-/// A size to read, not to parse back: 23.5G, 496.3M, 12K.
-fn shown(bytes: usize) -> String {
-    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M")] {
-        if bytes >= 1 << shift {
-            return format!("{:.1}{unit}", bytes as f64 / (1u64 << shift) as f64);
-        }
-    }
-    format!("{}K", bytes >> 10)
 }
 
 /// A slowdown in percent (`5%` or `5`), as a fraction (0.05).
@@ -375,7 +366,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             Some(s) => format!(
                 "the limit found for a {}% slowdown (ceiling {})",
                 s * 100.0,
-                shown(settings.limit_bytes)
+                human_size(settings.limit_bytes as u64)
             ),
             None => format!("a {} limit", format_size(settings.limit_bytes)),
         };
@@ -422,8 +413,8 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         if !outcome.processes.is_empty() {
             eprintln!(
                 "uzswap: peak RSS {} (the largest process, all its memory), limit {}",
-                shown(outcome.max_rss_bytes() as usize),
-                shown(settings.limit_bytes),
+                human_size(outcome.max_rss_bytes()),
+                human_size(settings.limit_bytes as u64),
             );
         }
         if let (Some(samples), Some(path)) = (&outcome.control, &a.plot) {
@@ -436,9 +427,9 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             let s = launch::control::summarize(samples);
             eprintln!(
                 "uzswap: limit found: {} at the end, {} at the lowest; charge {} on average; threads waited on uzswap {:.1}% of the time ({} ticks of {} ms)",
-                shown(s.end_limit_bytes),
-                shown(s.min_limit_bytes),
-                shown(s.mean_charge_bytes),
+                human_size(s.end_limit_bytes as u64),
+                human_size(s.min_limit_bytes as u64),
+                human_size(s.mean_charge_bytes as u64),
                 100.0 * s.stall_share,
                 samples.len(),
                 launch::control::TICK.as_millis(),
@@ -527,10 +518,7 @@ mod tests {
     /// Every variable's flag is a flag of `uzswap run`: an error about a
     /// variable names a flag the user can find.
     #[test]
-    fn sizes_and_percentages_read_as_people_write_them() {
-        assert_eq!(shown(24_684_084 << 10), "23.5G");
-        assert_eq!(shown(512 << 20), "512.0M");
-        assert_eq!(shown(12 << 10), "12K");
+    fn percentages_read_as_people_write_them() {
         assert_eq!(percent_arg("5%"), Ok(0.05));
         assert_eq!(percent_arg(" 10 "), Ok(0.10));
         assert!(percent_arg("0%").is_err());

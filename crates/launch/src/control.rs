@@ -12,6 +12,12 @@
 //! * Under the target, the limit probes down, from the charge (a limit
 //!   above what the run uses saves nothing) by up to [`MAX_PROBE`] a tick,
 //!   less the closer the share is to the target.
+//! * The whole run's wait is held to the target too, as a budget: the
+//!   target share of the wall time so far. While the run has spent more
+//!   than [`PROBE_BUDGET`] of it, the limit holds (it neither comes down
+//!   to the charge nor probes under it), so that one
+//!   probe too far, paid for in the ticks after it, is not repeated at
+//!   once: a short run that stalls early is not pushed again.
 //! * Over it, the limit backs off up, by [`BACKOFF`] times the share over
 //!   the target, at most [`MAX_BACKOFF`] a tick: fast up, slow down.
 //!
@@ -47,6 +53,9 @@ pub const BACKOFF: f64 = 0.10;
 pub const MAX_BACKOFF: f64 = 0.25;
 /// The lowest limit the controller sets.
 pub const FLOOR_BYTES: usize = 16 << 20;
+/// Share of the run's stall budget (target share × wall time so far)
+/// past which the limit stops probing down.
+pub const PROBE_BUDGET: f64 = 0.75;
 
 const PAGE: usize = 4096;
 
@@ -73,6 +82,8 @@ pub struct Controller {
     limit_pages: usize,
     last_stall_ns: u64,
     last_charge_pages: usize,
+    /// Wall time of every tick so far, ns.
+    wall_ns: u64,
 }
 
 impl Controller {
@@ -87,6 +98,7 @@ impl Controller {
             limit_pages: ceiling_pages,
             last_stall_ns: 0,
             last_charge_pages: 0,
+            wall_ns: 0,
         }
     }
 
@@ -102,9 +114,13 @@ impl Controller {
         let waited = stall_ns.saturating_sub(self.last_stall_ns);
         self.last_stall_ns = self.last_stall_ns.max(stall_ns);
         let share = waited as f64 / wall.as_nanos().max(1) as f64;
+        self.wall_ns += wall.as_nanos() as u64;
+        let budget = self.target * self.wall_ns as f64;
+        let in_budget = (self.last_stall_ns as f64) <= PROBE_BUDGET * budget;
         let limit = self.limit_pages as f64;
         let charge = charge_pages as f64;
-        let growing = charge > self.last_charge_pages as f64 * (1.0 + GROWTH);
+        let growth = charge / (self.last_charge_pages.max(1) as f64);
+        let growing = growth > 1.0 + GROWTH;
         self.last_charge_pages = charge_pages;
         if charge_pages < self.floor_pages && share <= self.target {
             // Too little to save anything yet (a program starting).
@@ -116,9 +132,16 @@ impl Controller {
         } else if growing {
             // The run is taking memory: a limit just over it would throttle
             // its growth and evict what it has only just made (a young
-            // generation its garbage collector is about to walk). Stay a
-            // quarter ahead.
-            (charge * (1.0 + AHEAD)).max(limit.min(charge * 4.0))
+            // generation its garbage collector is about to walk). Stay
+            // ahead by a quarter, or by two more ticks of this growth if
+            // that is more: it must not reach the limit before the next
+            // tick.
+            let ahead = (1.0 + AHEAD).max(growth * growth).min(4.0);
+            (charge * ahead).max(limit.min(charge * 4.0))
+        } else if !in_budget {
+            // The run has waited its share already: hold, neither coming
+            // down to the charge nor probing under it.
+            limit
         } else if limit > charge {
             // Above what the run uses: come down to it (from far above,
             // at once to a quarter over it), never under it in one step (a
@@ -273,6 +296,21 @@ mod tests {
             let (limit, _) = c.tick(TICK, 0, charge);
             assert!(limit >= charge + charge / 4, "{limit} for {charge}");
         }
+        // Growing fast (a quarter and more a tick after a pause): the
+        // limit stays two ticks of that growth ahead, so that the next
+        // tick's charge is still under it.
+        for _ in 0..3 {
+            c.tick(TICK, 0, charge);
+        }
+        // (The first tick of growth after a pause is seen a tick late.)
+        charge += charge * 3 / 10;
+        c.tick(TICK, 0, charge);
+        for _ in 0..10 {
+            charge += charge * 3 / 10;
+            let (limit, _) = c.tick(TICK, 0, charge);
+            let next = charge + charge * 3 / 10;
+            assert!(limit > next, "{limit} for a charge about to be {next}");
+        }
     }
 
     #[test]
@@ -285,16 +323,62 @@ mod tests {
         let (up, share) = c.tick(TICK, tick_ns / 2, charge);
         assert!((share - 0.5).abs() < 1e-9);
         assert_eq!(up, ((charge as f64) * (1.0 + MAX_BACKOFF)) as usize);
-        // Just under the target, above the charge: down to the charge at
-        // most, not under it.
+        // Just under the target, but the run's wait over its budget: held
+        // above the charge.
         let waited = tick_ns / 2 + (c.target_share() * 0.9 * tick_ns as f64) as u64;
-        let (down, _) = c.tick(TICK, waited, charge);
-        assert!(down < up && down >= charge, "{down}");
-        // At the charge, just under the target: a small probe.
+        let (held, _) = c.tick(TICK, waited, charge);
+        assert_eq!(held, up);
+        // Once quiet ticks have paid the wait back: down to the charge,
+        // not under it in one step, then probing.
+        let mut ticks = 0;
+        let mut limit = up;
+        while limit == up && ticks < 100 {
+            (limit, _) = c.tick(TICK, c.last_stall_ns, charge);
+            ticks += 1;
+        }
+        assert!(
+            ticks > 5 && limit < up && limit >= charge,
+            "{ticks} {limit}"
+        );
         settle(&mut c, charge);
+        for _ in 0..5 {
+            c.tick(TICK, c.last_stall_ns, charge);
+        }
+        // Just under the target: a small probe.
+        let before = c.limit_pages;
+        assert!(before < charge);
         let waited = c.last_stall_ns + (c.target_share() * 0.9 * tick_ns as f64) as u64;
         let (probe, _) = c.tick(TICK, waited, charge);
-        assert!(probe < charge && probe as f64 > charge as f64 * (1.0 - MAX_PROBE * 0.2));
+        assert!(probe < before && probe as f64 > before as f64 * (1.0 - MAX_PROBE * 0.2));
+    }
+
+    /// A program with 400 MiB that touches 10 MiB at random between
+    /// collections, and all of it in a collection every 20 ticks (a
+    /// garbage collector's full pass): each page found out costs a
+    /// swap-in of 10 µs. The cheap ticks invite the limit down; each
+    /// collection then pays for every page it pushed out. The run's total
+    /// wait stays within its target.
+    #[test]
+    fn the_whole_runs_wait_stays_within_its_budget() {
+        let all: usize = 400 * 256;
+        let hot: usize = 10 * 256;
+        let tick_ns = TICK.as_nanos() as u64;
+        for target in [0.05, 0.10] {
+            let mut c = Controller::new(target, GB);
+            let (mut stall, mut limit, mut resident) = (0u64, GB / PAGE, all);
+            let ticks = 400;
+            for t in 0..ticks {
+                resident = resident.min(limit);
+                let touched = if t % 20 == 19 { all } else { hot };
+                let swapins = touched.saturating_sub(resident);
+                resident = (resident + swapins).min(all);
+                stall += swapins as u64 * 10_000;
+                (limit, _) = c.tick(TICK, stall, resident);
+            }
+            let share = stall as f64 / (ticks * tick_ns) as f64;
+            let aim = target / (1.0 + target);
+            assert!(share <= aim, "target {target}: share {share}");
+        }
     }
 
     #[test]

@@ -322,3 +322,87 @@ mod tests {
         );
     }
 }
+
+/// What paging saves a process now, worked out from its report's gauges:
+/// the memory a plain run would hold for the pages swapped out, less what
+/// uzswap holds for them (the pool and the page-state tables). Resident
+/// pages cost the same either way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Savings {
+    /// The limit in force (`--limit`, or the controller's).
+    pub limit_bytes: u64,
+    /// Pages swapped out now, as plain memory (`swap_used_pages`).
+    pub swapped_bytes: u64,
+    /// What the pool holds them in (`pool_total_size`).
+    pub pool_bytes: u64,
+    /// The runtime's page-state tables (`table_bytes`).
+    pub table_bytes: u64,
+    /// `swapped_bytes - pool_bytes - table_bytes`: negative where the
+    /// tables cost more than little paging saves.
+    pub saved_bytes: i64,
+    /// Plain bytes over pool bytes of the pages in the pool; none while
+    /// the pool is empty.
+    pub compression_ratio: Option<f64>,
+}
+
+impl Savings {
+    pub fn of(r: &ProcessReport) -> Self {
+        const PAGE: u64 = 4096;
+        let swapped_bytes = r.swap.swap_used_pages * PAGE;
+        let pool_bytes = r.swap.pool_total_size;
+        let table_bytes = r.runtime.table_bytes;
+        let compression_ratio = (pool_bytes > 0 && r.swap.stored_pages > 0)
+            .then(|| (r.swap.stored_pages * PAGE) as f64 / pool_bytes as f64);
+        Self {
+            limit_bytes: r.runtime.limit_pages * PAGE,
+            swapped_bytes,
+            pool_bytes,
+            table_bytes,
+            saved_bytes: swapped_bytes as i64 - pool_bytes as i64 - table_bytes as i64,
+            compression_ratio,
+        }
+    }
+}
+
+/// The share of `wall` that `stall_ns` is: how long threads waited on
+/// uzswap over the time they ran (each waiting thread counts).
+pub fn stall_share(stall_ns: u64, wall: std::time::Duration) -> f64 {
+    stall_ns as f64 / wall.as_nanos().max(1) as f64
+}
+
+#[cfg(test)]
+mod savings_tests {
+    use super::*;
+
+    #[test]
+    fn savings_are_what_is_swapped_out_less_the_pool_and_tables() {
+        let mut r = ProcessReport::default();
+        r.runtime.limit_pages = 1000;
+        r.runtime.table_bytes = 100 << 10;
+        r.swap.swap_used_pages = 2560; // 10 MiB
+        r.swap.stored_pages = 2048; // 8 MiB in the pool...
+        r.swap.pool_total_size = 2 << 20; // ...held in 2 MiB
+        let s = Savings::of(&r);
+        assert_eq!(s.limit_bytes, 1000 * 4096);
+        assert_eq!(s.swapped_bytes, 10 << 20);
+        assert_eq!(s.saved_bytes, (10 << 20) - (2 << 20) - (100 << 10));
+        assert_eq!(s.compression_ratio, Some(4.0));
+        // Nothing swapped out: the tables are a cost, the ratio unknown.
+        let idle = Savings::of(&ProcessReport {
+            runtime: RuntimeStats {
+                table_bytes: 4096,
+                ..RuntimeStats::default()
+            },
+            ..ProcessReport::default()
+        });
+        assert_eq!(idle.saved_bytes, -4096);
+        assert_eq!(idle.compression_ratio, None);
+    }
+
+    #[test]
+    fn the_stall_share_is_wait_over_wall_time() {
+        let share = stall_share(250_000_000, std::time::Duration::from_secs(5));
+        assert!((share - 0.05).abs() < 1e-12);
+        assert_eq!(stall_share(1, std::time::Duration::ZERO), 1.0);
+    }
+}

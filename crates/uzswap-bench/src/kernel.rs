@@ -402,6 +402,14 @@ impl Machine {
             .sum()
     }
 
+    /// The memory zram0 uses now (`mm_stat`'s `mem_used_total`).
+    pub fn zram_mem_used() -> u64 {
+        std::fs::read_to_string(format!("{ZRAM}/mm_stat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// The most memory zram0 used since it was set up (`mm_stat`).
     pub fn zram_mem_used_max() -> u64 {
         std::fs::read_to_string(format!("{ZRAM}/mm_stat"))

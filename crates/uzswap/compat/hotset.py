@@ -1,5 +1,5 @@
-# A service with a small hot set, for `uzswap run --max-slowdown` by hand
-# (BENCHMARKS.md): builds N dict records, then makes LOOKUPS lookups, 99%
+# A service with a small hot set (`uzswap bench savings` python-service)
+# builds N dict records, then makes LOOKUPS lookups, 99%
 # of them to the hottest 5%, bumping a score every 1000th; prints a
 # checksum that is the same under any pager.
 # Usage: python3 hotset.py [N [LOOKUPS]]

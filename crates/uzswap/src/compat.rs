@@ -57,6 +57,7 @@ mod outputs;
 mod proc;
 mod progress;
 mod runner;
+pub mod savings;
 mod summary;
 mod work;
 

@@ -174,6 +174,12 @@ enum Bench {
     /// faults served in-thread and by the handler thread) beside kernel
     /// zswap and zram in a memcg of the same limit, interleaved (root)
     Faults(compat::faults::FaultsArgs),
+    /// Memory saved against slowdown: programs with a hot set (a python
+    /// service, redis) and of the compatibility suite, plain, under `uzswap
+    /// run` with no limit and --max-slowdown 10%, and under kernel zswap at
+    /// a sweep of fixed memcg limits (the best one: the oracle);
+    /// interleaved (root for the kernel's runs)
+    Savings(compat::savings::SavingsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -348,6 +354,16 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("uzswap bench faults: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Bench(Bench::Savings(a))) => {
+            return match compat::savings::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap bench savings: {e}");
                     ExitCode::from(2)
                 }
             }

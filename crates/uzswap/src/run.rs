@@ -31,9 +31,10 @@ pub fn percent_arg(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug, Clone)]
 pub struct RuntimeArgs {
     /// Memory limit of the paged memory (memory.high's role), counting
-    /// resident pages and the compressed pool: 512M, 2G… (512M by
-    /// default). With --max-slowdown, the ceiling of the limit it finds
-    /// (this machine's memory by default)
+    /// resident pages and the compressed pool: 512M, 2G… Without it, the
+    /// limit is found for a 5% slowdown (--max-slowdown 5%) under this
+    /// machine's memory (512M with --per-process-limit). With
+    /// --max-slowdown, the ceiling of the limit it finds
     #[arg(long, value_parser = size_arg)]
     pub limit: Option<usize>,
     /// Compressor: lz4, lzo, lzo-rle, zstd[:LEVEL], deflate[:LEVEL].
@@ -194,16 +195,17 @@ impl RuntimeArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
-    /// Find the limit from pressure (experimental): keep the time the
-    /// program's threads wait on uzswap (swap-ins, write-protect faults,
-    /// throttling) under this share of a plain run's time (5%, 10%),
-    /// lowering the limit while they wait less and raising it when they
-    /// wait more; --limit is then the ceiling
+    /// Find the limit from pressure: keep the time the program's threads
+    /// wait on uzswap (swap-ins, write-protect faults, throttling) under
+    /// this share of a plain run's time (5%, 10%), lowering the limit
+    /// while they wait less and raising it when they wait more; --limit
+    /// is then the ceiling. 5% when no --limit is given
     #[arg(long, value_parser = percent_arg)]
     pub max_slowdown: Option<f64>,
-    /// With --max-slowdown: draw the limit found, the run's charge and the
-    /// stall share over time to this PNG file
-    #[arg(long, requires = "max_slowdown")]
+    /// Where the limit is found (--max-slowdown, or no --limit): draw the
+    /// limit found, the run's charge and the stall share over time to
+    /// this PNG file
+    #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Print nothing of uzswap's own (the program's exit code still passes).
     #[arg(long, short)]
@@ -338,12 +340,25 @@ pub fn outcome_table(o: &Outcome) -> Table {
     t
 }
 
+/// The slowdown `uzswap run` keeps without a --limit.
+pub const DEFAULT_MAX_SLOWDOWN: f64 = 0.05;
+
 impl RunArgs {
-    /// The settings of the run's runtimes: with --max-slowdown and no
-    /// --limit, the ceiling is this machine's memory.
+    /// The slowdown the limit is found for: --max-slowdown, or without
+    /// --limit the default (not with --per-process-limit, whose limits a
+    /// controller cannot move).
+    pub fn max_slowdown(&self) -> Option<f64> {
+        self.max_slowdown.or_else(|| {
+            (self.runtime.limit.is_none() && !self.runtime.per_process_limit)
+                .then_some(DEFAULT_MAX_SLOWDOWN)
+        })
+    }
+
+    /// The settings of the run's runtimes: where the limit is found and
+    /// no --limit is given, the ceiling is this machine's memory.
     pub fn settings(&self) -> Result<Settings, String> {
         let mut s = self.runtime.settings()?;
-        if self.max_slowdown.is_some() && self.runtime.limit.is_none() {
+        if self.max_slowdown().is_some() && self.runtime.limit.is_none() {
             s.limit_bytes = launch::settings::machine_ram_bytes();
         }
         Ok(s)
@@ -359,8 +374,11 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         library,
         command: a.command.clone(),
         per_process_limit: a.runtime.per_process_limit,
-        max_slowdown: a.max_slowdown,
+        max_slowdown: a.max_slowdown(),
     };
+    if a.plot.is_some() && job.max_slowdown.is_none() {
+        return Err("--plot draws the limit found: give --max-slowdown (or no --limit)".into());
+    }
     if !a.quiet {
         let limit = match job.max_slowdown {
             Some(s) => format!(
@@ -442,6 +460,17 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             eprintln!("uzswap: no process made an allocation of {} or more (or none exited normally): nothing was paged", format_size(settings.min_alloc_bytes));
         } else {
             eprintln!("{}", outcome_table(&outcome));
+            let total = outcome.report().total;
+            let s = report::Savings::of(&total);
+            eprintln!(
+                "uzswap: at exit: {} swapped out, in a {} pool ({}) and {} of tables: {} saved; threads waited on uzswap {:.1}% of the run",
+                human_size(s.swapped_bytes),
+                human_size(s.pool_bytes),
+                s.compression_ratio.map(|x| format!("{x:.2}x compression")).unwrap_or_else(|| "empty".into()),
+                human_size(s.table_bytes),
+                signed_size(s.saved_bytes),
+                100.0 * report::stall_share(total.runtime.stall_ns, outcome.elapsed),
+            );
         }
     }
     Ok(outcome.exit_code())
@@ -493,6 +522,13 @@ pub fn stats(pid: u32, raw: bool) -> Result<(), String> {
         print!("{}", report.render());
         return Ok(());
     }
+    let mut now = Table::new();
+    now.load_preset(UTF8_FULL_CONDENSED);
+    now.set_header(vec!["now", "value"]);
+    for (name, value) in savings_rows(&report, process_age(pid)) {
+        now.add_row(vec![name.to_string(), value]);
+    }
+    println!("{now}");
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["counter", "value", "meaning"]);
@@ -504,10 +540,98 @@ pub fn stats(pid: u32, raw: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// `bytes` with its sign: "-4K", "120M".
+fn signed_size(bytes: i64) -> String {
+    let size = human_size(bytes.unsigned_abs());
+    if bytes < 0 {
+        format!("-{size}")
+    } else {
+        size
+    }
+}
+
+/// What a process's report says paging gives it now, as rows for a
+/// person: the limit in force, the stall share over `age` (how long the
+/// process has run, if known), memory saved and the compression ratio.
+fn savings_rows(
+    r: &ProcessReport,
+    age: Option<std::time::Duration>,
+) -> Vec<(&'static str, String)> {
+    let s = report::Savings::of(r);
+    let share = match age {
+        Some(age) => format!(
+            "{:.1}% ({:.2}s of waiting over {:.1}s run)",
+            100.0 * report::stall_share(r.runtime.stall_ns, age),
+            r.runtime.stall_ns as f64 / 1e9,
+            age.as_secs_f64()
+        ),
+        None => format!("{:.2}s of waiting", r.runtime.stall_ns as f64 / 1e9),
+    };
+    vec![
+        ("limit in force", human_size(s.limit_bytes)),
+        ("resident", human_size(r.runtime.resident_pages * 4096)),
+        ("stall share", share),
+        (
+            "memory saved",
+            format!(
+                "{} ({} swapped out, held in a {} pool and {} of tables)",
+                signed_size(s.saved_bytes),
+                human_size(s.swapped_bytes),
+                human_size(s.pool_bytes),
+                human_size(s.table_bytes)
+            ),
+        ),
+        (
+            "compression ratio",
+            s.compression_ratio
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "- (pool empty)".into()),
+        ),
+    ]
+}
+
+/// How long process `pid` has run: its start time in `/proc/PID/stat`
+/// against `/proc/uptime`.
+fn process_age(pid: u32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis start at field 3;
+    // the start time is field 22, in clock ticks since boot.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: f64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| std::time::Duration::from_secs_f64((uptime - ticks / hz as f64).max(0.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_process_age_is_read_from_proc() {
+        let age = process_age(std::process::id()).expect("this process's age");
+        assert!(age < std::time::Duration::from_secs(24 * 3600), "{age:?}");
+        assert_eq!(process_age(u32::MAX), None);
+    }
+
+    #[test]
+    fn savings_rows_show_a_negative_saving_and_an_empty_pool() {
+        let mut r = ProcessReport::default();
+        r.runtime.table_bytes = 8192;
+        r.runtime.stall_ns = 500_000_000;
+        let rows = savings_rows(&r, Some(std::time::Duration::from_secs(10)));
+        let row = |n: &str| rows.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        assert!(row("memory saved").starts_with("-8K "), "{rows:?}");
+        assert!(row("stall share").starts_with("5.0% "), "{rows:?}");
+        assert!(row("compression ratio").starts_with("- "), "{rows:?}");
+    }
 
     #[derive(clap::Parser)]
     struct Cli {

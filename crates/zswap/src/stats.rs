@@ -8,8 +8,8 @@ common::counters! {
     /// A snapshot of the store's counters, in the kernel's names.
     pub struct Stats;
     /// Live counters (atomics), shared by the cache and the swap layer.
-    /// The three gauges (`stored_pages`, `pool_total_size`,
-    /// `swap_cache_pages`) are read from the structures themselves when a
+    /// The four gauges (`stored_pages`, `pool_total_size`,
+    /// `swap_cache_pages`, `swap_used_pages`) are read from the structures themselves when a
     /// snapshot is taken ([`crate::Swap::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
     /// Pages in zswap now (debugfs `stored_pages`).
@@ -18,6 +18,9 @@ common::counters! {
     pool_total_size: u64,
     /// Pages in the swap cache now.
     swap_cache_pages: u64,
+    /// Pages swapped out now, in the pool, on the swap file or as zero
+    /// pages: the swap slots in use (meminfo's `SwapTotal - SwapFree`).
+    swap_used_pages: u64,
     /// Pages stored in zswap (vmstat `zswpout`).
     zswpout: u64,
     /// Pages loaded from zswap (vmstat `zswpin`).

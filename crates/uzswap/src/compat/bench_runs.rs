@@ -72,6 +72,9 @@ pub(super) enum System {
     KernelZswap,
     /// Kernel zswap in a memcg as large as the same rep's uzswap peak RSS.
     KernelZswapEqualMemory,
+    /// Kernel zswap in a memcg of this many percent of the same rep's
+    /// plain peak memory (a fixed limit of a sweep).
+    KernelZswapShare(u32),
     KernelZram(String),
 }
 
@@ -125,6 +128,7 @@ impl System {
             System::Uzswap(v) => v.label.into(),
             System::KernelZswap => "kernel zswap".into(),
             System::KernelZswapEqualMemory => "kernel zswap, memcg = uzswap's peak RSS".into(),
+            System::KernelZswapShare(p) => format!("kernel zswap, memcg = {p}% of plain peak"),
             System::KernelZram(a) => format!("kernel zram {a}"),
         }
     }
@@ -136,6 +140,7 @@ impl System {
             System::Uzswap(v) => v.slug,
             System::KernelZswap => "zswap",
             System::KernelZswapEqualMemory => "zswap-eqmem",
+            System::KernelZswapShare(_) => "zswap-share",
             System::KernelZram(_) => "zram",
         }
     }
@@ -228,6 +233,8 @@ pub(super) struct Bench<'a> {
     pub(super) user: &'a User,
     pub(super) uzswap: &'a Path,
     pub(super) progress: &'a Progress,
+    /// Sample each run's memory this often (`MemoryTrace`), if at all.
+    pub(super) sample_every: Option<std::time::Duration>,
 }
 
 /// A CSV line: program, system, rep, and the sample.
@@ -273,12 +280,19 @@ impl Bench<'_> {
         let mut reference: Option<PathBuf> = None;
         'reps: for rep in 0..self.args.reps {
             let mut uzswap_peak = None;
+            let mut plain_peak = None;
             for (i, system) in self.systems.iter().enumerate() {
                 if proc::interrupted() {
                     break 'reps;
                 }
-                let run_dir = dir.join(format!("{}-{rep}", system.slug()));
+                let run_dir = dir.join(format!("{}-{i}-{rep}", system.slug()));
                 let run = match system {
+                    System::KernelZswapShare(p) => plain_peak
+                        .map(|peak: u64| (peak * u64::from(*p) / 100).next_multiple_of(4096))
+                        .ok_or_else(|| "no plain run of this rep to size the memcg by".to_string())
+                        .and_then(|l| {
+                            self.one_run(case, &command, system, l, &run_dir, reference.as_deref())
+                        }),
                     // As much memory as uzswap's run of this rep took.
                     System::KernelZswapEqualMemory => uzswap_peak
                         .map(|peak: u64| peak.next_multiple_of(4096))
@@ -306,6 +320,12 @@ impl Bench<'_> {
                 });
                 if *system == System::Uzswap(Variant::DEFAULT) && sample.problem.is_none() {
                     uzswap_peak = Some(sample.peak_memory);
+                }
+                if *system == System::Plain && sample.problem.is_none() {
+                    plain_peak = Some(match sample.measured.memory.peak {
+                        0 => sample.peak_memory,
+                        sampled => sampled,
+                    });
                 }
                 if *system == System::Plain && reference.is_none() && sample.problem.is_none() {
                     reference = Some(run_dir.clone());
@@ -361,9 +381,13 @@ impl Bench<'_> {
             stderr: dir.join("stderr"),
             timeout: self.scale.timeout(),
         };
+        let sampling = |extra: fn() -> u64| {
+            self.sample_every
+                .map(|every| proc::Sampling { every, extra })
+        };
         let mut sample = match system {
             System::Plain => {
-                let m = proc::run(self.user, &job(command.to_vec()))?;
+                let m = proc::run_sampled(self.user, &job(command.to_vec()), sampling(|| 0))?;
                 Sample {
                     limit: 0,
                     peak_memory: m.max_rss,
@@ -375,18 +399,19 @@ impl Bench<'_> {
                 }
             }
             System::Uzswap(variant) => {
-                let mut argv = vec![
-                    self.uzswap.display().to_string(),
-                    "run".into(),
-                    "--limit".into(),
-                    limit.to_string(),
+                let mut argv = vec![self.uzswap.display().to_string(), "run".into()];
+                // No limit: `uzswap run`'s own default.
+                if limit > 0 {
+                    argv.extend(["--limit".into(), limit.to_string()]);
+                }
+                argv.extend([
                     "--compressor".into(),
                     self.args.compressor.clone(),
                     "--swapfile-dir".into(),
                     scratch.display().to_string(),
                     "--stats-out".into(),
                     stats.display().to_string(),
-                ];
+                ]);
                 if variant.uncharged() {
                     // The kernel's v1 memcg does not charge its pool.
                     argv.push("--uncharged-pool".into());
@@ -398,7 +423,7 @@ impl Bench<'_> {
                 argv.extend(self.args.uzswap_flag.iter().cloned());
                 argv.push("--".into());
                 argv.extend_from_slice(command);
-                let m = proc::run(self.user, &job(argv))?;
+                let m = proc::run_sampled(self.user, &job(argv), sampling(|| 0))?;
                 let text = std::fs::read_to_string(&stats).unwrap_or_default();
                 let swap = launch::report::RunReport::parse(&text)
                     .map(|r| r.total.swap)
@@ -413,7 +438,10 @@ impl Bench<'_> {
                     latency: None,
                 }
             }
-            System::KernelZswap | System::KernelZswapEqualMemory | System::KernelZram(_) => {
+            System::KernelZswap
+            | System::KernelZswapEqualMemory
+            | System::KernelZswapShare(_)
+            | System::KernelZram(_) => {
                 let swap = match system {
                     System::KernelZram(a) => KernelSwap::Zram(a.clone()),
                     _ => KernelSwap::Zswap(self.args.compressor.clone()),
@@ -423,8 +451,19 @@ impl Bench<'_> {
                 let machine = Machine::prepare(&swap, limit as usize, None, swap_bytes)
                     .map_err(|e| e.to_string())?;
                 let before = SwapCounts::now().map_err(|e| e.to_string())?;
-                let (m, pool_peak) =
-                    while_sampling_pool(|| proc::run(self.user, &job(machine.enter_argv(command))));
+                // The pool is outside the memcg's processes (and, on v1,
+                // outside its charge): sampled with them.
+                let extra: fn() -> u64 = match system {
+                    System::KernelZram(_) => Machine::zram_mem_used,
+                    _ => uzswap_bench::kernel::zswap_pool_bytes,
+                };
+                let (m, pool_peak) = while_sampling_pool(|| {
+                    proc::run_sampled(
+                        self.user,
+                        &job(machine.enter_argv(command)),
+                        sampling(extra),
+                    )
+                });
                 let m = m?;
                 let counts = SwapCounts::now().map_err(|e| e.to_string())?.since(before);
                 let pool_peak = match system {

@@ -155,6 +155,7 @@ const GCC: &str = "/usr/bin/gcc";
 const CC: &str = "/usr/bin/cc";
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const REDIS_CLI: &str = "/usr/bin/redis-cli";
+const REDIS_BENCHMARK: &str = "/usr/bin/redis-benchmark";
 
 const PYTHON_HASH: &str = include_str!("../../compat/python_hash.py");
 const PYTHON_LIST: &str = include_str!("../../compat/python_list.py");
@@ -165,6 +166,8 @@ const NODE_HEAP: &str = include_str!("../../compat/node_heap.js");
 const COMPAT_JAVA: &str = include_str!("../../compat/Compat.java");
 const SQLITE_SQL: &str = include_str!("../../compat/sqlite.sql");
 const REDIS_SH: &str = include_str!("../../compat/redis.sh");
+const REDIS_HOT_SH: &str = include_str!("../../compat/redis_hot.sh");
+const HOTSET: &str = include_str!("../../compat/hotset.py");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
 
@@ -528,6 +531,63 @@ pub const CASES: &[Case] = &[
         outputs: &[],
         check_plain_twice: false,
         flags: &[],
+    },
+];
+
+/// Programs of `uzswap bench savings` only: services with a small hot set,
+/// run without a limit (`Sizes::limit` is 0). Their `size` is the number
+/// of records or keys; the lookups are a multiple of it.
+pub const SAVINGS_CASES: &[Case] = &[
+    Case {
+        name: "python-service",
+        about: "python3 holds dict records and serves lookups, 99% of them to the hottest 5%",
+        unit: "records",
+        needs: &[Need::Program(PYTHON)],
+        quick: Sizes { size: 300_000, limit: 0 },
+        full: Sizes { size: 1_000_000, limit: 0 },
+        setup: |ctx| ctx.put("hotset.py", HOTSET),
+        command: |ctx| {
+            vec![
+                PYTHON.into(),
+                ctx.path("hotset.py"),
+                ctx.size.to_string(),
+                (3 * ctx.size).to_string(),
+            ]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "redis-hot",
+        about: "redis-server holds keys of 200 bytes and serves GETs by redis-benchmark, 99% to the hottest 5%",
+        unit: "keys",
+        needs: &[
+            Need::Program(REDIS_SERVER),
+            Need::Program(REDIS_CLI),
+            Need::Program(REDIS_BENCHMARK),
+            Need::Program(SH),
+        ],
+        quick: Sizes { size: 200_000, limit: 0 },
+        full: Sizes { size: 1_000_000, limit: 0 },
+        setup: |ctx| {
+            ctx.put("redis_hot.sh", REDIS_HOT_SH)?;
+            let path = ctx.input.join("load.resp");
+            gen::redis_numbered_keys(&path, ctx.size, 200, SEED).map_err(io(&path))
+        },
+        command: |ctx| {
+            vec![
+                SH.into(),
+                ctx.path("redis_hot.sh"),
+                ctx.size.to_string(),
+                ctx.path("load.resp"),
+                (4 * ctx.size).to_string(),
+            ]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        // Its keys and values are small objects of its allocator.
+        flags: &["--small-objects"],
     },
 ];
 

@@ -138,6 +138,7 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
         user: &me,
         uzswap: &tools.uzswap,
         progress: &progress,
+        sample_every: None,
     };
     let mut results = Vec::new();
     let mut csv_rows = Vec::new();

@@ -185,6 +185,30 @@ pub fn redis_commands(path: &Path, keys: u64, value_bytes: u64, seed: u64) -> st
     out.flush()
 }
 
+/// `SET key:%012d VALUE` for each of `keys` keys, RESP-encoded (for
+/// `redis-cli --pipe`): the names `redis-benchmark -r` makes of
+/// `key:__rand_int__`. Values of about `value_bytes` words.
+pub fn redis_numbered_keys(
+    path: &Path,
+    keys: u64,
+    value_bytes: u64,
+    seed: u64,
+) -> std::io::Result<()> {
+    let mut rng = Rng::new(seed);
+    let words = vocabulary(&mut rng, 1024);
+    let mut out = BufWriter::new(std::fs::File::create(path)?);
+    let mut value = String::new();
+    for i in 0..keys {
+        value.clear();
+        while (value.len() as u64) < value_bytes {
+            value.push_str(&words[rng.below(words.len() as u64) as usize]);
+            value.push(' ');
+        }
+        resp(&mut out, &["SET", &format!("key:{i:012}"), &value])?;
+    }
+    out.flush()
+}
+
 fn resp(out: &mut impl Write, args: &[&str]) -> std::io::Result<()> {
     write!(out, "*{}\r\n", args.len())?;
     for a in args {

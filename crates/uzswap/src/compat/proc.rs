@@ -118,6 +118,65 @@ pub struct Measured {
     pub cpu: Duration,
     /// Peak RSS of the largest process of the tree, bytes.
     pub max_rss: u64,
+    /// The memory of the command's process group over its run, where it
+    /// was sampled ([`run_sampled`]).
+    pub memory: MemoryTrace,
+}
+
+/// How to sample a command's memory while it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    pub every: Duration,
+    /// Memory the command uses outside its processes, added to each
+    /// sample (the kernel's zswap pool or zram device).
+    pub extra: fn() -> u64,
+}
+
+/// A command's memory over its run: the resident set sizes of its process
+/// group's processes summed (and [`Sampling::extra`]), sampled at even
+/// intervals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryTrace {
+    pub peak: u64,
+    /// Over time (the samples are evenly spaced).
+    pub mean: u64,
+    pub samples: u64,
+}
+
+impl MemoryTrace {
+    fn add(&mut self, bytes: u64) {
+        self.peak = self.peak.max(bytes);
+        self.mean = ((self.mean as u128 * self.samples as u128 + bytes as u128)
+            / (self.samples as u128 + 1)) as u64;
+        self.samples += 1;
+    }
+}
+
+/// Resident bytes of the processes of process group `group`, from
+/// `/proc/PID/stat` (a process that ends while it is read is left out).
+pub fn group_rss(group: libc::pid_t) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    // SAFETY: sysconf reads a constant of the system.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // After the command's closing parenthesis: field 3 (state)
+            // first; the group is field 5, the RSS (pages) field 24.
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            let pgrp: libc::pid_t = fields.get(2)?.parse().ok()?;
+            let rss: u64 = fields.get(21)?.parse().ok()?;
+            (pgrp == group).then_some(rss * page)
+        })
+        .sum()
 }
 
 /// The environment every case runs with: nothing of the invoker's (no
@@ -165,6 +224,12 @@ fn command_for(user: &User, job: &Job) -> Result<Command, String> {
 /// Runs `job` as `user` to the end (killing its process group at the
 /// timeout) and measures it.
 pub fn run(user: &User, job: &Job) -> Result<Measured, String> {
+    run_sampled(user, job, None)
+}
+
+/// [`run`], sampling the memory of the command's process group as
+/// `sampling` says.
+pub fn run_sampled(user: &User, job: &Job, sampling: Option<Sampling>) -> Result<Measured, String> {
     let mut cmd = command_for(user, job)?;
     let start = Instant::now();
     let child = cmd
@@ -172,7 +237,16 @@ pub fn run(user: &User, job: &Job) -> Result<Measured, String> {
         .map_err(|e| format!("cannot start {}: {e}", job.argv.join(" ")))?;
     let pid = child.id() as libc::pid_t;
     RUNNING_GROUP.store(pid, Ordering::SeqCst);
-    let timed_out = wait_exited(pid, start, job.timeout);
+    let mut memory = MemoryTrace::default();
+    let mut next_sample = start;
+    let timed_out = wait_exited(pid, start, job.timeout, &mut || {
+        if let Some(s) = sampling {
+            if Instant::now() >= next_sample {
+                memory.add(group_rss(pid) + (s.extra)());
+                next_sample += s.every;
+            }
+        }
+    });
     let elapsed = start.elapsed();
     // The group's leader is a zombie now, so its id cannot be reused: end
     // whatever the command left behind in its group (a server, a worker).
@@ -190,12 +264,19 @@ pub fn run(user: &User, job: &Job) -> Result<Measured, String> {
         elapsed,
         cpu: usage.cpu(),
         max_rss: usage.max_rss_bytes,
+        memory,
     })
 }
 
 /// Waits (without reaping) until `pid` has exited; past `timeout` kills its
 /// process group. Returns whether it timed out.
-fn wait_exited(pid: libc::pid_t, start: Instant, timeout: Duration) -> Result<bool, String> {
+/// `tick` is called at every poll (every few ms).
+fn wait_exited(
+    pid: libc::pid_t,
+    start: Instant,
+    timeout: Duration,
+    tick: &mut dyn FnMut(),
+) -> Result<bool, String> {
     let mut timed_out = false;
     loop {
         // SAFETY: an all-zero siginfo_t is valid for waitid to fill.
@@ -225,6 +306,7 @@ fn wait_exited(pid: libc::pid_t, start: Instant, timeout: Duration) -> Result<bo
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             timed_out = true;
         }
+        tick();
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -312,6 +394,38 @@ mod tests {
         .unwrap();
         assert!(m.timed_out && m.code == 128 + libc::SIGKILL, "{m:?}");
         assert!(m.elapsed < Duration::from_secs(10));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sampling_sees_the_memory_of_the_whole_group() {
+        let dir = std::env::temp_dir().join(format!("uzswap-compat-sample-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let me = User::Invoker(invoker_name());
+        // Two processes of the group hold 64 MiB each for a while: python
+        // touches its bytearray, a second one the same.
+        let hold = "import time; b = bytearray(64 << 20); b[::4096] = b\"x\" * (len(b) // 4096); time.sleep(1.5)";
+        let script = format!("python3 -c '{hold}' & python3 -c '{hold}'; wait");
+        let sampling = Sampling {
+            every: Duration::from_millis(50),
+            extra: || 1 << 20,
+        };
+        let m = run_sampled(
+            &me,
+            &job(&dir, &["sh", "-c", &script], Duration::from_secs(60)),
+            Some(sampling),
+        )
+        .unwrap();
+        assert_eq!(m.code, 0, "{m:?}");
+        assert!(m.memory.samples >= 10, "{m:?}");
+        assert!(m.memory.peak > (128 + 1) << 20, "{m:?}");
+        assert!(
+            m.memory.mean <= m.memory.peak && m.memory.mean > 1 << 20,
+            "{m:?}"
+        );
+        // Unsampled runs say nothing.
+        let m = run(&me, &job(&dir, &["true"], Duration::from_secs(60))).unwrap();
+        assert_eq!(m.memory, MemoryTrace::default());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -301,7 +301,14 @@ pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> Option<*mut c_void> {
 /// first arena. False if it cannot serve.
 fn started() -> bool {
     match STATE.load(Ordering::Acquire) {
-        ON => return preload::owns_runtime(),
+        // Every allocation comes here: no system call (`getpid`) on this
+        // path. A `vfork` child allocating from a started heap acts as its
+        // suspended parent's thread would: the same memory, the same
+        // mimalloc thread heap, its faults served by the runtime it shares
+        // (as its system calls' pins are). It only never grows the heap
+        // ([`grow`] checks the owner). A forked child has its own runtime
+        // before any code of its own runs (the fork handlers).
+        ON => return true,
         READY => {}
         _ => return false,
     }

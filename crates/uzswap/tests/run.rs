@@ -663,7 +663,10 @@ fn small_objects_are_paged_once_the_programs_allocator_holds_the_threshold() {
 /// start the small-object heap (it would start a runtime in the child,
 /// whose threads die with it, and leave the parent's faults unserved):
 /// the parent starts it at its own next count, and its small objects and
-/// a 16 MiB buffer are paged and read back under 4M.
+/// a 16 MiB buffer are paged and read back under 4M. A second `vfork`
+/// child allocates from the started heap (no owner check on that path),
+/// reads the parent's evicted objects and frees its blocks; the parent's
+/// objects read back unchanged.
 #[test]
 fn a_vfork_child_past_the_threshold_leaves_the_small_heap_to_its_parent() {
     let dir = tempdir("vforkheap");

@@ -80,7 +80,8 @@ common::counters! {
     /// Aging passes left out because write tracking cost more faults than
     /// it saved (the governor, `aging.rs`).
     aging_skipped: u64,
-    /// Resident pages the aging passes found written.
+    /// Resident pages found written since the aging pass that protected
+    /// them (at their write-protect fault, or by the next pass).
     pages_written: u64,
     /// Pages the aging passes write-protected: those written or mapped
     /// since the pass before (a page still protected is left as it is).

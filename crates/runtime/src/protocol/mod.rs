@@ -192,7 +192,9 @@ pub struct Page {
     /// second-chance `referenced` flag.
     pub reprieves: u8,
     /// Write-protected by the last aging pass (or, in a forked child, at
-    /// adoption): found unprotected later means written.
+    /// adoption) and not written since: a write-protect fault clears it
+    /// (and gives the page its reprieves); a pass that finds an armed
+    /// page unprotected all the same counts it written too.
     pub armed: bool,
     /// Refaulted within the workingset: spared by the next reclaim pass.
     pub active: bool,

@@ -4,7 +4,7 @@
 //! of the page starts in between; a write to a page being evicted waits for
 //! the evictor.
 
-use super::{Cx, Env, Event, Fatal, Flaw, PageState, Slot, Step, StoreId, PAGE};
+use super::{Cx, Env, Event, Fatal, Flaw, PageState, Slot, Step, StoreId, PAGE, WRITTEN_REPRIEVES};
 
 /// A write to a write-protected page at `addr`. Served in the faulting
 /// thread ([`WpFault::served_in_thread`]), it waits for an operation in
@@ -86,8 +86,16 @@ impl WpFault {
             }
             PageState::Resident => {
                 cx.env.count(Event::WpFault, 1);
-                // `armed` stays: the next aging pass finds the page
-                // unprotected, hence written.
+                if std::mem::take(&mut page.armed) {
+                    // Written since the last aging pass: its reprieves now,
+                    // as the next pass would give them on finding it
+                    // unprotected. Not armed any more, so a system call's
+                    // pin of the page (`fault_in`) sees it writable and
+                    // takes no write-protect fault of its own, and the
+                    // next pass protects it again.
+                    page.reprieves = WRITTEN_REPRIEVES;
+                    cx.env.count(Event::PagesWritten, 1);
+                }
                 if std::mem::take(&mut page.shared) {
                     // A forked child's first write: the page is its own now.
                     cx.env.count(Event::Unshared, 1);

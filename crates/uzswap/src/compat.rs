@@ -44,6 +44,10 @@
 //!   (`faults.rs`) run the same cases beside the kernel's zswap, through
 //!   `bench_runs.rs` (the systems and their runs) and `bench_output.rs`
 //!   (CSV, chart, result).
+//! * `uzswap bench savings` (`savings.rs`) runs them, and the services of
+//!   `cases.rs`' `SAVINGS_CASES`, without a limit, each run's memory
+//!   sampled from outside, beside the kernel's zswap at a sweep of fixed
+//!   limits.
 
 pub mod bench;
 mod bench_output;

@@ -85,23 +85,15 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
         progress: &progress,
         sample_every: None,
     };
-    let mut results = Vec::new();
-    let mut csv_rows = Vec::new();
-    for case in &cases {
-        let (result, samples) = bench.program(case, None);
-        csv_rows.extend(samples);
-        results.push(result);
-        if proc::interrupted() {
-            progress.finish();
-            work.remove_unless_kept();
-            return Err("interrupted".into());
-        }
+    let (results, csv_rows) = bench.programs(cases.iter().map(|&case| (case, None)));
+    if proc::interrupted() {
+        work.remove_unless_kept();
+        return Err("interrupted".into());
     }
-    progress.finish();
     println!("{}", table(&results));
     print_ratios(&results);
     draw(&results);
-    finish(&work, a.out.as_deref(), &csv_rows, &results)
+    finish(&work, a.work.out.as_deref(), &csv_rows, &results)
 }
 
 fn table(results: &[ProgramResult]) -> Table {

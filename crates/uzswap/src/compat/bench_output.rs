@@ -84,7 +84,7 @@ pub(super) fn draw_elapsed(
 
 fn csv(rows: &[CsvRow]) -> String {
     let mut out = String::from(
-        "program,system,rep,code,elapsed_s,cpu_s,max_rss_bytes,peak_memory_bytes,swapped_out_pages,swapped_in_pages,problem\n",
+        "program,system,rep,code,elapsed_s,cpu_s,max_rss_bytes,peak_memory_bytes,sampled_peak_bytes,sampled_mean_bytes,swapped_out_pages,swapped_in_pages,problem\n",
     );
     for (case, system, rep, s) in rows {
         let fields = [
@@ -96,6 +96,8 @@ fn csv(rows: &[CsvRow]) -> String {
             format!("{:.3}", secs(s.measured.cpu)),
             s.measured.max_rss.to_string(),
             s.peak_memory.to_string(),
+            s.measured.memory.peak.to_string(),
+            s.measured.memory.mean.to_string(),
             s.swapped_out.to_string(),
             s.swapped_in.to_string(),
             s.problem.clone().unwrap_or_default(),

@@ -49,7 +49,17 @@ pub struct ProgramsArgs {
     /// `--uzswap-flag=--no-track-writes`.
     #[arg(long, allow_hyphen_values = true)]
     pub uzswap_flag: Vec<String>,
-    /// Folder to create the work folder `uzswap-programs-PID` in (default:
+    #[command(flatten)]
+    pub work: WorkArgs,
+    /// The work folder's name part.
+    #[arg(skip = "programs")]
+    pub name: &'static str,
+}
+
+/// Where a benchmark of programs keeps its work, and what it leaves.
+#[derive(Args, Debug, Clone, Default)]
+pub struct WorkArgs {
+    /// Folder to create the work folder `uzswap-NAME-PID` in (default:
     /// $TMPDIR).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -59,9 +69,6 @@ pub struct ProgramsArgs {
     /// Also write every run (not only the medians) as CSV to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The work folder's name part.
-    #[arg(skip = "programs")]
-    pub name: &'static str,
 }
 
 /// Where a program runs.
@@ -215,13 +222,16 @@ pub(super) struct ProgramResult {
 }
 
 pub(super) fn create_work(a: &ProgramsArgs) -> Result<Work, String> {
-    let parent = a.work_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let parent = a.work.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     let root = parent.join(format!("uzswap-{}-{}", a.name, std::process::id()));
     if root.exists() {
         return Err(format!("{} exists already", root.display()));
     }
     make_dir(&root, 0o755)?;
-    Ok(Work { root, keep: a.keep })
+    Ok(Work {
+        root,
+        keep: a.work.keep,
+    })
 }
 
 /// What every program's runs share.
@@ -241,6 +251,26 @@ pub(super) struct Bench<'a> {
 pub(super) type CsvRow = (&'static str, String, usize, Sample);
 
 impl Bench<'_> {
+    /// Runs each `(case, sizes)` of `runs` ([`Bench::program`]), in order,
+    /// until done or interrupted; their results, and every run's CSV row.
+    pub(super) fn programs(
+        &self,
+        runs: impl IntoIterator<Item = (&'static Case, Option<Sizes>)>,
+    ) -> (Vec<ProgramResult>, Vec<CsvRow>) {
+        let mut results = Vec::new();
+        let mut csv_rows = Vec::new();
+        for (case, sizes) in runs {
+            let (result, samples) = self.program(case, sizes);
+            csv_rows.extend(samples);
+            results.push(result);
+            if proc::interrupted() {
+                break;
+            }
+        }
+        self.progress.finish();
+        (results, csv_rows)
+    }
+
     /// Makes `case`'s input and runs it on every system `reps` times,
     /// interleaved, at `sizes` (default: the case's at the scale).
     pub(super) fn program(

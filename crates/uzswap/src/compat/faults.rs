@@ -9,14 +9,13 @@
 
 use super::bench_output::{draw_elapsed, finish, ratio, runs_ok, secs};
 use super::bench_runs::{
-    create_work, Bench, PoolRule, ProgramResult, ProgramsArgs, System, Variant,
+    create_work, Bench, PoolRule, ProgramResult, ProgramsArgs, System, Variant, WorkArgs,
 };
 use super::cases::{Scale, Sizes};
 use super::proc::{self, User};
 use super::summary::human_size;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
-use std::path::PathBuf;
 use uzswap_bench::Progress;
 
 /// `uzswap bench faults`: random page access beside the kernel.
@@ -37,15 +36,8 @@ pub struct FaultsArgs {
     /// Runs of each system, interleaved; the median one is shown.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
-    /// Folder to create the work folder in (default: $TMPDIR).
-    #[arg(long)]
-    pub work_dir: Option<PathBuf>,
-    /// Keep the work folder.
-    #[arg(long)]
-    pub keep: bool,
-    /// Also write every run as CSV to this file.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub work: WorkArgs,
 }
 
 /// The uzswap runs of `bench faults`: the pool uncounted (a cgroup v1
@@ -102,9 +94,10 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
         reps: a.reps,
         full: true,
         uzswap_flag: vec![],
-        work_dir: a.work_dir.clone(),
-        keep: a.keep,
-        out: None,
+        work: WorkArgs {
+            out: None,
+            ..a.work.clone()
+        },
         name: "faults",
     };
     let mut systems = vec![System::Plain];
@@ -140,24 +133,16 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
         progress: &progress,
         sample_every: None,
     };
-    let mut results = Vec::new();
-    let mut csv_rows = Vec::new();
-    for &t in &a.times {
+    let (results, csv_rows) = bench.programs(a.times.iter().map(|&t| {
         let sizes = Sizes {
             size: a.size as u64,
             limit: (a.size as u64 / t).next_multiple_of(4096),
         };
-        let (result, samples) = bench.program(case, Some(sizes));
-        csv_rows.extend(samples);
-        results.push(result);
-        if proc::interrupted() {
-            break;
-        }
-    }
-    progress.finish();
+        (case, Some(sizes))
+    }));
     println!("{}", faults_table(&results));
     draw_faults(&results);
-    let ok = finish(&work, a.out.as_deref(), &csv_rows, &results)?;
+    let ok = finish(&work, a.work.out.as_deref(), &csv_rows, &results)?;
     if proc::interrupted() {
         return Err("interrupted".into());
     }

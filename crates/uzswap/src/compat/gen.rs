@@ -170,11 +170,7 @@ pub fn redis_commands(path: &Path, keys: u64, value_bytes: u64, seed: u64) -> st
     let mut out = BufWriter::new(std::fs::File::create(path)?);
     let mut value = String::new();
     for i in 0..keys {
-        value.clear();
-        while (value.len() as u64) < value_bytes {
-            value.push_str(&words[rng.below(words.len() as u64) as usize]);
-            value.push(' ');
-        }
+        words_into(&mut value, &words, value_bytes, &mut rng);
         let key = format!("load:{i}");
         resp(&mut out, &["SET", &key, &value])?;
         if i % 10 == 0 {
@@ -199,14 +195,20 @@ pub fn redis_numbered_keys(
     let mut out = BufWriter::new(std::fs::File::create(path)?);
     let mut value = String::new();
     for i in 0..keys {
-        value.clear();
-        while (value.len() as u64) < value_bytes {
-            value.push_str(&words[rng.below(words.len() as u64) as usize]);
-            value.push(' ');
-        }
+        words_into(&mut value, &words, value_bytes, &mut rng);
         resp(&mut out, &["SET", &format!("key:{i:012}"), &value])?;
     }
     out.flush()
+}
+
+/// Replaces `value` with words of `words` picked by `rng`, each followed
+/// by a space, until it holds at least `bytes` bytes.
+fn words_into(value: &mut String, words: &[String], bytes: u64, rng: &mut Rng) {
+    value.clear();
+    while (value.len() as u64) < bytes {
+        value.push_str(&words[rng.below(words.len() as u64) as usize]);
+        value.push(' ');
+    }
 }
 
 fn resp(out: &mut impl Write, args: &[&str]) -> std::io::Result<()> {

@@ -16,14 +16,13 @@
 
 use super::bench_output::{finish, ratio, runs_ok, secs};
 use super::bench_runs::{
-    create_work, Bench, PoolRule, ProgramResult, ProgramsArgs, Sample, System, Variant,
+    create_work, Bench, PoolRule, ProgramResult, ProgramsArgs, Sample, System, Variant, WorkArgs,
 };
 use super::cases::{Case, Scale, Sizes, CASES, SAVINGS_CASES};
 use super::proc::{self, User};
 use super::summary::human_size;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
-use std::path::PathBuf;
 use std::time::Duration;
 use uzswap_bench::plot::Bar;
 use uzswap_bench::Progress;
@@ -56,15 +55,8 @@ pub struct SavingsArgs {
     /// A flag added to every `uzswap run` (repeatable).
     #[arg(long, allow_hyphen_values = true)]
     pub uzswap_flag: Vec<String>,
-    /// Folder to create the work folder in (default: $TMPDIR).
-    #[arg(long)]
-    pub work_dir: Option<PathBuf>,
-    /// Keep the work folder.
-    #[arg(long)]
-    pub keep: bool,
-    /// Also write every run as CSV to this file.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub work: WorkArgs,
 }
 
 /// How often each run's memory is sampled.
@@ -143,9 +135,10 @@ pub fn run(a: &SavingsArgs) -> Result<bool, String> {
         reps: a.reps,
         full: a.full,
         uzswap_flag: a.uzswap_flag.clone(),
-        work_dir: a.work_dir.clone(),
-        keep: a.keep,
-        out: None,
+        work: WorkArgs {
+            out: None,
+            ..a.work.clone()
+        },
         name: "savings",
     };
     let mut systems = vec![System::Plain];
@@ -178,27 +171,16 @@ pub fn run(a: &SavingsArgs) -> Result<bool, String> {
         progress: &progress,
         sample_every: Some(SAMPLE_EVERY),
     };
-    let mut results = Vec::new();
-    let mut csv_rows = Vec::new();
-    for case in &cases {
-        // No limit: the uzswap runs find theirs, the kernel's are a share
-        // of the plain peak.
-        let sizes = Sizes {
-            size: case.sizes(scale).size,
-            limit: 0,
-        };
-        let (result, samples) = bench.program(case, Some(sizes));
-        csv_rows.extend(samples);
-        results.push(result);
-        if proc::interrupted() {
-            break;
-        }
-    }
-    progress.finish();
+    // No limit: the uzswap runs find theirs, the kernel's are a share of
+    // the plain peak.
+    let (results, csv_rows) = bench.programs(cases.iter().map(|&case| {
+        let size = case.sizes(scale).size;
+        (case, Some(Sizes { size, limit: 0 }))
+    }));
     println!("{}", runs_table(&results));
     println!("{}", summary_table(&results));
     draw(&results);
-    let ok = finish(&work, a.out.as_deref(), &csv_rows, &results)?;
+    let ok = finish(&work, a.work.out.as_deref(), &csv_rows, &results)?;
     if proc::interrupted() {
         return Err("interrupted".into());
     }

@@ -165,6 +165,24 @@ fn max_slowdown_finds_a_limit_under_a_cold_working_set() {
     assert_eq!(rt.evict_failures, 0, "{f:?}");
 }
 
+/// Without --limit, `uzswap run` finds the limit itself (for a 5%
+/// slowdown): the same cold working set of 64 MiB goes under half of it
+/// with no flag at all.
+#[test]
+fn without_a_limit_uzswap_run_finds_one() {
+    let bin = compile_c("coldset", &tempdir("coldset-default"));
+    let (out, f) = run(&[], &[bin.to_str().unwrap(), "64", "60"], "coldset-default");
+    assert_succeeded(&out, "coldset: ok");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("with the limit found for a 5% slowdown"),
+        "{err}"
+    );
+    assert!(err.contains("uzswap: limit found:"), "{err}");
+    assert!(err.contains("uzswap: at exit:"), "{err}");
+    assert!(f.total.runtime.evicted_pages > 64 * 256 / 2, "{f:?}");
+}
+
 /// A new thread reads the locale data (`__ctype_init`) before it unblocks
 /// signals, and glibc frees its TLS vector after blocking them at exit: a
 /// fault there, served in-thread, would be a SIGBUS the thread cannot

@@ -185,13 +185,9 @@ impl Emit<'_> {
             }
             self.range(at as u64, (page_end - at) as u64, Access::KernelReads);
             while at + 8 <= page_end {
-                let Some(p) = self.mem.read_u64(at) else {
-                    return;
-                };
-                if p == 0 || n >= MAX_ARGV {
+                if !self.str_array_entry(at, n) {
                     return;
                 }
-                self.cstr(p, MAX_ARG_STRLEN);
                 at += 8;
                 n += 1;
             }
@@ -199,17 +195,27 @@ impl Emit<'_> {
                 // A pointer straddles the page boundary: report the next page
                 // before reading it.
                 self.range(page_end as u64, 8, Access::KernelReads);
-                let Some(p) = self.mem.read_u64(at) else {
-                    return;
-                };
-                if p == 0 || n >= MAX_ARGV {
+                if !self.str_array_entry(at, n) {
                     return;
                 }
-                self.cstr(p, MAX_ARG_STRLEN);
                 at += 8;
                 n += 1;
             }
         }
+    }
+
+    /// Entry `n` of a string array, its pointer at `at` (already
+    /// reported): reports its string; false at the array's end (a null
+    /// pointer, [`MAX_ARGV`] entries, or a pointer that cannot be read).
+    fn str_array_entry(&mut self, at: usize, n: usize) -> bool {
+        let Some(p) = self.mem.read_u64(at) else {
+            return false;
+        };
+        if p == 0 || n >= MAX_ARGV {
+            return false;
+        }
+        self.cstr(p, MAX_ARG_STRLEN);
+        true
     }
 
     /// `(struct sockaddr *addr, socklen_t *addrlen)` the kernel fills.

@@ -113,7 +113,7 @@ impl Controller {
     pub fn tick(&mut self, wall: Duration, stall_ns: u64, charge_pages: usize) -> (usize, f64) {
         let waited = stall_ns.saturating_sub(self.last_stall_ns);
         self.last_stall_ns = self.last_stall_ns.max(stall_ns);
-        let share = waited as f64 / wall.as_nanos().max(1) as f64;
+        let share = crate::report::stall_share(waited, wall);
         self.wall_ns += wall.as_nanos() as u64;
         let budget = self.target * self.wall_ns as f64;
         let in_budget = (self.last_stall_ns as f64) <= PROBE_BUDGET * budget;

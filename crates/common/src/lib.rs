@@ -21,6 +21,8 @@
 //!   `process_madvise` (one TLB flush): the runtime's eviction and
 //!   zsmalloc's arena both give memory back this way.
 //! * [`meminfo`]: fields of `/proc/meminfo`, in bytes.
+//! * [`proc_stat`]: fields of `/proc/PID/stat` (process group, start
+//!   time, resident set).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
@@ -30,6 +32,7 @@ pub mod counters;
 pub mod discard;
 pub mod meminfo;
 pub mod name_value;
+pub mod proc_stat;
 pub mod rate_limit;
 pub mod rusage;
 pub mod sync;

@@ -593,11 +593,7 @@ fn savings_rows(
 /// How long process `pid` has run: its start time in `/proc/PID/stat`
 /// against `/proc/uptime`.
 fn process_age(pid: u32) -> Option<std::time::Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command's closing parenthesis start at field 3;
-    // the start time is field 22, in clock ticks since boot.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let ticks: f64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks = common::proc_stat::read(pid)?.start_ticks as f64;
     let uptime: f64 = std::fs::read_to_string("/proc/uptime")
         .ok()?
         .split_whitespace()

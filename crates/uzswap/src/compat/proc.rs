@@ -161,21 +161,10 @@ pub fn group_rss(group: libc::pid_t) -> u64 {
     // SAFETY: sysconf reads a constant of the system.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     dir.flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // After the command's closing parenthesis: field 3 (state)
-            // first; the group is field 5, the RSS (pages) field 24.
-            let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-            let pgrp: libc::pid_t = fields.get(2)?.parse().ok()?;
-            let rss: u64 = fields.get(21)?.parse().ok()?;
-            (pgrp == group).then_some(rss * page)
-        })
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(common::proc_stat::read)
+        .filter(|s| s.pgrp == group)
+        .map(|s| s.rss_pages * page)
         .sum()
 }
 

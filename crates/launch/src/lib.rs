@@ -35,6 +35,7 @@
 //! sides are this crate's code, so a name changes in one place.
 
 pub mod control;
+pub mod outside;
 pub mod report;
 pub mod run;
 pub mod rundir;

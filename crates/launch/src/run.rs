@@ -166,6 +166,9 @@ impl Launch {
     /// Runs the program to the end (checking userfaultfd first) and
     /// gathers every process's counters. `on_start` gets the child's pid.
     pub fn run(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
+        if crate::outside::is_static_command(&self.command) {
+            return self.run_outside(on_start);
+        }
         self.settings.validate()?;
         self.settings.probe_fault_mode()?;
         let dir = new_stats_dir("uzswap-run")?;
@@ -201,7 +204,10 @@ impl Launch {
 
     /// With `--max-slowdown`: starts the controller of the run's shared
     /// limit (its file in `dir`, as [`Launch::command`] names it).
-    fn start_controller(&self, dir: &Path) -> Result<Option<crate::control::Running>, LaunchError> {
+    pub(crate) fn start_controller(
+        &self,
+        dir: &Path,
+    ) -> Result<Option<crate::control::Running>, LaunchError> {
         let Some(slowdown) = self.max_slowdown else {
             return Ok(None);
         };

@@ -388,15 +388,23 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             ),
             None => format!("a {} limit", format_size(settings.limit_bytes)),
         };
+        let mode = if launch::outside::is_static_command(&a.command) {
+            "statically linked: paged from outside (uzswap's own thread serves its faults)"
+                .to_string()
+        } else {
+            format!(
+                "{} folios, {} (`uzswap stats PID` reads live counters)",
+                format_size(settings.folio_bytes),
+                settings
+                    .probe_fault_mode()
+                    .map_err(|e| e.to_string())?
+                    .describe()
+            )
+        };
         eprintln!(
-            "uzswap: running {:?} with {limit}, {}, {} folios, {} (`uzswap stats PID` reads live counters)",
+            "uzswap: running {:?} with {limit}, {}, {mode}",
             a.command.join(" "),
             settings.compressor,
-            format_size(settings.folio_bytes),
-            settings
-                .probe_fault_mode()
-                .map_err(|e| e.to_string())?
-                .describe(),
         );
     }
     // Ctrl-C is the program's: uzswap ignores it (once the child has
@@ -457,7 +465,11 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             eprintln!("uzswap: a process's report could not be read: {why}");
         }
         if outcome.processes.is_empty() {
-            eprintln!("uzswap: no process made an allocation of {} or more (or none exited normally): nothing was paged", format_size(settings.min_alloc_bytes));
+            if launch::outside::is_static_command(&a.command) {
+                eprintln!("uzswap: nothing was paged");
+            } else {
+                eprintln!("uzswap: no process made an allocation of {} or more (or none exited normally): nothing was paged", format_size(settings.min_alloc_bytes));
+            }
         } else {
             eprintln!("{}", outcome_table(&outcome));
             let total = outcome.report().total;

@@ -1,0 +1,156 @@
+//! `uzswap run` of a statically linked program: the LD_PRELOAD library
+//! cannot enter it, so the out-of-process pager ([`remote`]) pages it from
+//! a thread of `uzswap run` itself. The settings that apply are the store's
+//! and the limit (fixed, or moved by `--max-slowdown`'s controller through
+//! the same shared-limit file); the program's own children, if dynamic,
+//! get the library as usual and share the limit.
+
+use crate::report::{ProcessReport, ProgramStats};
+use crate::run::{children_cpu, new_stats_dir, read_stats_dir, Launch, LaunchError, Outcome};
+use remote::{PagerConfig, PagerStats};
+use runtime::RuntimeStats;
+use std::time::Instant;
+
+/// Whether `command` names a statically linked program.
+pub fn is_static_command(command: &[String]) -> bool {
+    command
+        .first()
+        .and_then(|p| remote::resolve(p))
+        .is_some_and(|p| remote::is_static(&p).unwrap_or(false))
+}
+
+/// The report of a process paged from outside, in the preloaded
+/// processes' form.
+pub fn report_of(
+    pid: u32,
+    limit_bytes: usize,
+    p: &PagerStats,
+    swap: zswap::Stats,
+) -> ProcessReport {
+    let program = ProgramStats {
+        pid: pid as u64,
+        limit_bytes: limit_bytes as u64,
+        peak_rss_bytes: p.peak_rss_bytes,
+        regions: p.ranges_registered,
+        ..ProgramStats::default()
+    };
+    let runtime = RuntimeStats {
+        resident_pages: p.resident_pages,
+        charged_pages: p.resident_pages + p.pool_charged_pages,
+        limit_pages: p.limit_pages,
+        faults: p.faults,
+        zero_faults: p.zero_faults,
+        swapin_faults: p.swapin_faults,
+        evicted_pages: p.evicted_pages,
+        evict_failures: p.evict_failures,
+        stall_ns: p.stall_ns,
+        wp_faults: p.wp_faults,
+        kernel_faults: true,
+        ..RuntimeStats::default()
+    };
+    ProcessReport {
+        program,
+        guard: None,
+        runtime,
+        swap,
+    }
+}
+
+impl Launch {
+    /// [`Launch::run`] for a statically linked program.
+    pub(crate) fn run_outside(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
+        self.settings.validate()?;
+        let dir = new_stats_dir("uzswap-run")?;
+        let cmd = self.command(&dir)?;
+        let shared = self
+            .settings
+            .shared_limit_file
+            .clone()
+            .unwrap_or_else(|| dir.join("shared-limit"));
+        let controller = self.start_controller(&dir)?;
+        let mut swap = self.settings.runtime_config().swap;
+        // The pager has no adaptive split (the runtime's `split.rs`): the
+        // pool gets half the limit unless `--pool-limit` says otherwise,
+        // and never more than seven eighths (the pager keeps an eighth
+        // resident).
+        if self.settings.charge_pool {
+            let limit = self.settings.limit_bytes;
+            let pool = self.settings.pool_limit_bytes.unwrap_or(limit / 2);
+            swap.pool_limit_bytes = Some(pool.min(limit - limit / 8).max(common::PAGE_SIZE));
+        }
+        let config = PagerConfig {
+            limit_bytes: self.settings.limit_bytes,
+            swap,
+            shared_limit_file: (!self.per_process_limit).then_some(shared),
+        };
+        let (user0, sys0) = children_cpu();
+        let start = Instant::now();
+        let name = self.command.join(" ");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // The pager's thread starts the program: it is the program's tracer.
+        let pager = std::thread::Builder::new()
+            .name("uzswap/remote".into())
+            .spawn(move || {
+                let (child, pager) = remote::spawn(cmd, &config)?;
+                let _ = tx.send(child.id());
+                let report = match pager {
+                    Ok(mut pager) => {
+                        let r = pager.run();
+                        if let Err(e) = &r {
+                            eprintln!(
+                                "uzswap: paging {} from outside failed: {e}; it is stopped",
+                                child.id()
+                            );
+                            // SAFETY: kill with integers: the program could
+                            // wait forever on a page nobody serves.
+                            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+                        }
+                        Some(report_of(
+                            child.id(),
+                            config.limit_bytes,
+                            &pager.stats(),
+                            pager.swap_stats(),
+                        ))
+                    }
+                    Err(e) => {
+                        eprintln!("uzswap: {} runs unpaged: {e}", child.id());
+                        None
+                    }
+                };
+                Ok::<_, std::io::Error>((child, report))
+            })
+            .map_err(|source| LaunchError::Spawn {
+                cmd: name.clone(),
+                source,
+            })?;
+        if let Ok(pid) = rx.recv() {
+            on_start(pid);
+        }
+        let joined = pager
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the pager's thread panicked")));
+        let (mut child, report) = joined.map_err(|source| LaunchError::Spawn {
+            cmd: name.clone(),
+            source,
+        })?;
+        let status = child
+            .wait()
+            .map_err(|source| LaunchError::Spawn { cmd: name, source });
+        let elapsed = start.elapsed();
+        let control = controller.map(crate::control::Running::finish);
+        let status = status?;
+        let (user1, sys1) = children_cpu();
+        let (mut processes, unreadable) = read_stats_dir(&dir);
+        processes.extend(report);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(Outcome {
+            status,
+            elapsed,
+            user: user1.saturating_sub(user0),
+            sys: sys1.saturating_sub(sys0),
+            processes,
+            unreadable,
+            control,
+        })
+    }
+}

@@ -1,0 +1,63 @@
+//! # remote — the out-of-process pager
+//!
+//! uzswap's in-process runtime enters a program through its LD_PRELOAD
+//! library, which a statically linked program (Go's default, musl builds)
+//! never loads. This crate pages such a program from outside, as CRIU's
+//! lazy-pages daemon and crosvm's vmm-swap monitor serve another process's
+//! faults:
+//!
+//! * **The userfaultfd** is opened *in* the target, by a `userfaultfd(2)`
+//!   injected with `ptrace` ([`inject`]), taken into the pager with
+//!   `pidfd_getfd(2)` and closed in the target ([`uffd::open_in`]). Its
+//!   ioctls act on the target's memory from here: register, copy, zero
+//!   page, write-protect, wake.
+//! * **Memory found and followed** ([`maps`]): the target's private
+//!   anonymous writable mappings are read from `/proc/PID/maps` every
+//!   [`pager::MAPS_INTERVAL`] and registered; their populated pages
+//!   (pagemap) are adopted as resident. Changes to registered memory come
+//!   as userfaultfd events: `munmap` (`UNMAP`), `madvise` discards
+//!   (`REMOVE`), `mremap` (`REMAP`), `fork` (`FORK`, whose child gets a
+//!   copy of every stored page and is then left to the kernel).
+//! * **Evicted pages dropped in the target** by an injected
+//!   `madvise(MADV_DONTNEED)`: `process_madvise(2)` refuses `MADV_DONTNEED`
+//!   for another process. One thread is stopped per batch of
+//!   [`pager::EVICT_BATCH`] pages, for one call per run of neighbouring
+//!   pages.
+//! * **Starting a static program** ([`spawn`]): the child stops at its
+//!   `execve` (`PTRACE_TRACEME`), the pager opens its userfaultfd and
+//!   detaches. Between injections the target is not traced: its signals,
+//!   threads and `exec`s are its own.
+//!
+//! ## Invariants
+//!
+//! 1. A page the target wrote is the page it reads back: a page is
+//!    write-protected before it is read for storing, and discarded only
+//!    after it is stored; a write in between waits in a write-protect
+//!    fault that is woken only after the discard, and then faults as
+//!    missing and gets the stored bytes (`pager.rs` argues each state).
+//! 2. The pager never makes the kernel wait for itself: it reads only
+//!    populated pages (a read of an unpopulated one would fault into its
+//!    own userfaultfd), and serves events while it waits for a stopped
+//!    thread (the thread may be blocked in a fault of that userfaultfd).
+//! 3. An injection leaves the thread as it was: every register restored,
+//!    an interrupted system call restarted, signals held while it was
+//!    stopped delivered at detach.
+//! 4. Kernel faults are handled (the userfaultfd is not user-mode-only):
+//!    the target's system calls on evicted pages wait for them. Where the
+//!    target may not have that (an unprivileged user without
+//!    `vm.unprivileged_userfaultfd`), the pager is not set up and the
+//!    program runs unpaged.
+//!
+//! ## Lock order
+//!
+//! None: one thread (the tracer) does all of the pager's work.
+
+pub mod inject;
+pub mod maps;
+pub mod mem;
+pub mod pager;
+pub mod spawn;
+pub mod uffd;
+
+pub use pager::{Pager, PagerConfig, PagerError, PagerStats};
+pub use spawn::{is_static, resolve, spawn};

@@ -1,0 +1,1033 @@
+//! The pager: one thread that serves the target's userfaultfd, follows
+//! its mappings and evicts its pages under the limit.
+//!
+//! Every page of a registered range is in one state here:
+//!
+//! * absent (no entry): never touched, or discarded by the program; a
+//!   fault maps zeros;
+//! * `Resident`: mapped in the target, charged;
+//! * `Evicting(slot)`: write-protected, stored at `slot`, its discard not
+//!   yet confirmed; still mapped until the discard runs;
+//! * `Stored(slot)`: unmapped in the target, its bytes at `slot`; a fault
+//!   copies them back and frees the slot.
+//!
+//! Eviction of a batch: write-protect its runs, read the pages
+//! (`process_vm_readv`), store them, discard them in the target (an
+//! injected `madvise(MADV_DONTNEED)` per run), then `Evicting` becomes
+//! `Stored`. A write between the protection and the discard waits in a
+//! write-protect fault, which is woken only after the discard: it then
+//! faults again on a missing page and gets the stored bytes, so no write
+//! is lost. A read never faults on a protected page; after the discard it
+//! faults as missing and gets the stored bytes. A program's own
+//! `madvise`/`munmap` over the range waits in the kernel until its event
+//! is read (`EVENT_REMOVE`, `EVENT_UNMAP`), so while the pager holds a
+//! batch's pages nothing but the pager changes them.
+//!
+//! One thread does all of it: the pager has no lock and no interleaving
+//! of its own; the target's threads meet it only through the kernel's
+//! userfaultfd, whose ordering the argument above relies on.
+
+use crate::inject::{find_syscall_insn, InjectError, Tracee};
+use crate::mem::{self, Pagemap};
+use crate::uffd;
+use common::PAGE_SIZE;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use userfaultfd::{Event, FaultKind, Uffd};
+use zswap::Swap;
+
+/// Pages evicted together (one protection, one read, one store and one
+/// injection per batch).
+pub const EVICT_BATCH: usize = 256;
+/// How often the target's mappings are read for new memory.
+pub const MAPS_INTERVAL: Duration = Duration::from_millis(20);
+/// First-touch faults map zeros over up to this many absent pages.
+const ZERO_RUN: usize = 16;
+
+/// What the pager was asked to do.
+#[derive(Debug, Clone)]
+pub struct PagerConfig {
+    /// The limit on the target's resident pages and the pool, bytes.
+    pub limit_bytes: usize,
+    /// The swap store's settings.
+    pub swap: zswap::Config,
+    /// The run's shared-limit file: a controller's limit is read from it,
+    /// and the charge and stall published there.
+    pub shared_limit_file: Option<std::path::PathBuf>,
+}
+
+/// The pager's own counters, with the runtime's names where they mean
+/// the same.
+#[derive(Debug, Clone, Default)]
+pub struct PagerStats {
+    /// Missing faults served.
+    pub faults: u64,
+    /// Of them, first touches (zeros mapped).
+    pub zero_faults: u64,
+    /// Of them, swap-ins.
+    pub swapin_faults: u64,
+    /// Write-protect faults (a write during an eviction).
+    pub wp_faults: u64,
+    /// Pages evicted.
+    pub evicted_pages: u64,
+    /// Evictions undone (protection, read, store or discard failed).
+    pub evict_failures: u64,
+    /// Injections into the target (one stop of one thread each).
+    pub injections: u64,
+    /// Injections that failed (a thread that did not stop, or exited).
+    pub inject_errors: u64,
+    /// Time spent stopped for injections, ns.
+    pub injection_ns: u64,
+    /// Service time of swap-in and write-protect faults, ns (the wait the
+    /// pager adds to the target's threads, queueing left out).
+    pub stall_ns: u64,
+    /// Writes by the stopped thread to a page whose discard was already
+    /// under way (see `Pager::write_fault`): 0 unless something other than
+    /// its rseq area is written on its way to an injected call.
+    pub tracee_write_conflicts: u64,
+    /// Missing faults served again after a refusal (`EAGAIN`).
+    pub retries: u64,
+    /// Ranges registered.
+    pub ranges_registered: u64,
+    /// Pages found populated when their range was registered.
+    pub adopted_pages: u64,
+    /// Forked children given their parent's stored pages.
+    pub forks: u64,
+    /// Resident pages now, and at most.
+    pub resident_pages: u64,
+    pub peak_resident_pages: u64,
+    /// The limit in force now, pages.
+    pub limit_pages: u64,
+    /// What the store is charged now (pool, entries, tables), pages.
+    pub pool_charged_pages: u64,
+    /// The target's peak resident set (`VmHWM`), as last read, bytes.
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PagerError {
+    #[error(transparent)]
+    Inject(#[from] InjectError),
+    #[error(transparent)]
+    Open(#[from] crate::uffd::OpenError),
+    #[error("swap store: {0}")]
+    Swap(#[from] zswap::ZswapError),
+    #[error("{op} at {addr:#x}: errno {errno}")]
+    Kernel {
+        op: &'static str,
+        addr: usize,
+        errno: i32,
+    },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Page {
+    Resident,
+    Evicting(u64),
+    Stored(u64),
+    /// Swapped in, its copy into the target refused for now (`EAGAIN`):
+    /// the bytes are in `Pager::held`.
+    Held,
+}
+
+/// An eviction whose discard is running: the remove event of the
+/// pager's own `madvise` is expected for `expect`.
+#[derive(Default)]
+struct InFlight {
+    /// A batch is between its protection and its discard.
+    active: bool,
+    expect: Option<(usize, usize)>,
+    /// Write-protect faults on the batch's pages, woken after the discard.
+    deferred_wp: Vec<usize>,
+    /// The thread stopped for the discard.
+    tracee: Option<i32>,
+    /// Pages taken out of the batch (written by the stopped thread).
+    pulled: Vec<usize>,
+}
+
+/// The pager of one target process. `Resident` and `Evicting` pages are
+/// counted in `stats.resident_pages` (an evicting page is mapped until its
+/// discard is confirmed).
+pub struct Pager {
+    pid: i32,
+    uffd: Uffd,
+    pidfd: OwnedFd,
+    swap: Arc<Swap>,
+    pages: HashMap<usize, Page>,
+    /// Resident pages in the order they became resident (stale entries
+    /// are skipped when met).
+    fifo: VecDeque<usize>,
+    registered: Vec<(usize, usize)>,
+    pagemap: Pagemap,
+    syscall_insn: u64,
+    config_limit_pages: usize,
+    shared: Option<runtime::SharedLimit>,
+    in_flight: InFlight,
+    /// Threads whose stop timed out: detached once they stop.
+    lingering: Vec<i32>,
+    stats: PagerStats,
+    /// The bytes of `Held` pages.
+    held: HashMap<usize, Vec<u8>>,
+    /// Missing faults refused for now (`EAGAIN`: an event is queued), served
+    /// again once the queue is read.
+    retry: Vec<usize>,
+    fatal: Option<PagerError>,
+}
+
+fn pages_of(bytes: usize) -> usize {
+    bytes.div_ceil(PAGE_SIZE)
+}
+
+impl Pager {
+    /// A pager for process `pid`, whose userfaultfd `uffd` was opened in it
+    /// ([`crate::uffd::open_in`]).
+    pub fn new(pid: i32, uffd: Uffd, config: &PagerConfig) -> Result<Self, PagerError> {
+        let shared = match &config.shared_limit_file {
+            Some(path) => Some(runtime::SharedLimit::open(path)?),
+            None => None,
+        };
+        Ok(Pager {
+            pid,
+            uffd,
+            pidfd: uffd::pidfd_open(pid)?,
+            swap: Swap::new(config.swap.clone())?,
+            pages: HashMap::new(),
+            fifo: VecDeque::new(),
+            registered: Vec::new(),
+            pagemap: Pagemap::open(pid)?,
+            syscall_insn: find_syscall_insn(pid)?,
+            config_limit_pages: pages_of(config.limit_bytes),
+            shared,
+            in_flight: InFlight::default(),
+            lingering: Vec::new(),
+            stats: PagerStats::default(),
+            retry: Vec::new(),
+            held: HashMap::new(),
+            fatal: None,
+        })
+    }
+
+    /// Serves the target until it exits. Returns the counters.
+    pub fn run(&mut self) -> Result<(), PagerError> {
+        let mut last_scan = Instant::now() - MAPS_INTERVAL;
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.uffd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.pidfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let timeout = if self.retry.is_empty() { 20 } else { 0 };
+            // SAFETY: two valid pollfds in a local array.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+            if fds[1].revents != 0 {
+                return self.fatal.take().map_or(Ok(()), Err);
+            }
+            self.serve_events();
+            if let Some(e) = self.fatal.take() {
+                return Err(e);
+            }
+            if last_scan.elapsed() >= MAPS_INTERVAL {
+                last_scan = Instant::now();
+                self.scan_maps()?;
+            }
+            let pid = self.pid;
+            self.lingering
+                .retain(|&tid| !crate::inject::detach_when_stopped(pid, tid));
+            self.reclaim()?;
+            self.publish();
+        }
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> PagerStats {
+        self.stats.clone()
+    }
+
+    /// The swap store's counters.
+    pub fn swap_stats(&self) -> zswap::Stats {
+        self.swap.stats()
+    }
+
+    fn limit_pages(&self) -> usize {
+        let controlled = self.shared.as_ref().and_then(|s| s.controlled_limit());
+        controlled.map_or(self.config_limit_pages, |c| c.min(self.config_limit_pages))
+    }
+
+    fn charge(&self) -> usize {
+        self.stats.resident_pages as usize + self.swap.charged_pages()
+    }
+
+    fn publish(&mut self) {
+        self.stats.limit_pages = self.limit_pages() as u64;
+        self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
+        if let Some(s) = &self.shared {
+            s.publish(self.charge());
+        }
+    }
+
+    fn set_resident(&mut self, addr: usize) {
+        if self.pages.insert(addr, Page::Resident) != Some(Page::Resident) {
+            self.stats.resident_pages += 1;
+            self.stats.peak_resident_pages = self
+                .stats
+                .peak_resident_pages
+                .max(self.stats.resident_pages);
+        }
+        self.fifo.push_back(addr);
+    }
+
+    /// Forgets the page at `addr` (the program discarded or unmapped it).
+    fn forget(&mut self, addr: usize) {
+        match self.pages.remove(&addr) {
+            Some(Page::Resident) => self.stats.resident_pages -= 1,
+            Some(Page::Evicting(slot)) => {
+                self.stats.resident_pages -= 1;
+                let _ = self.swap.free(slot);
+            }
+            Some(Page::Stored(slot)) => {
+                let _ = self.swap.free(slot);
+            }
+            Some(Page::Held) => {
+                self.held.remove(&addr);
+            }
+            None => {}
+        }
+    }
+
+    fn forget_range(&mut self, start: usize, end: usize) {
+        if (end - start) / PAGE_SIZE < self.pages.len() {
+            for addr in (start..end).step_by(PAGE_SIZE) {
+                self.forget(addr);
+            }
+        } else {
+            let gone: Vec<usize> = self
+                .pages
+                .keys()
+                .copied()
+                .filter(|a| (start..end).contains(a))
+                .collect();
+            for addr in gone {
+                self.forget(addr);
+            }
+        }
+    }
+
+    // ---- events ---------------------------------------------------------
+
+    /// Reads and serves every event queued now, then the faults refused
+    /// while events were queued.
+    fn serve_events(&mut self) {
+        loop {
+            match self.uffd.read_event() {
+                Ok(Some(event)) => self.serve(event),
+                Ok(None) => {
+                    let retry = std::mem::take(&mut self.retry);
+                    if retry.is_empty() {
+                        return;
+                    }
+                    for addr in retry {
+                        self.stats.faults -= 1;
+                        self.stats.retries += 1;
+                        if let Err(e) = self.missing(addr) {
+                            self.fail(e);
+                        }
+                    }
+                    // Still refused: the thread whose event was read has not
+                    // finished it yet; the caller comes back soon.
+                    return;
+                }
+                Err(e) => {
+                    // The target's memory is gone (it exited or exec'd).
+                    if self.fatal.is_none() && !self.target_gone() {
+                        self.fatal = Some(PagerError::Io(std::io::Error::other(format!(
+                            "reading the userfaultfd: {e}"
+                        ))));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn target_gone(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut fd, 1, 0) };
+        fd.revents != 0
+    }
+
+    fn serve(&mut self, event: Event) {
+        let r = match event {
+            Event::Pagefault {
+                kind: FaultKind::Missing,
+                addr,
+                ..
+            } => self.missing(addr as usize & !(PAGE_SIZE - 1)),
+            Event::Pagefault {
+                kind: FaultKind::WriteProtected,
+                addr,
+                thread_id,
+                ..
+            } => self.write_fault(addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw()),
+            Event::Fork { uffd } => self.fork(uffd),
+            Event::Remap { from, to, len } => {
+                self.remap(from as usize, to as usize, len);
+                Ok(())
+            }
+            Event::Remove { start, end } => {
+                let (s, e) = (start as usize, end as usize);
+                if self
+                    .in_flight
+                    .expect
+                    .is_some_and(|(es, ee)| es <= s && e <= ee)
+                {
+                    // The pager's own discard (one event per mapping it
+                    // spans): its pages stay stored.
+                } else {
+                    self.forget_range(s, e);
+                }
+                Ok(())
+            }
+            Event::Unmap { start, end } => {
+                let (s, e) = (start as usize, end as usize);
+                self.forget_range(s, e);
+                self.registered = subtract(&self.registered, s, e);
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&mut self, e: PagerError) {
+        if self.fatal.is_none() && !self.target_gone() {
+            self.fatal = Some(e);
+        }
+    }
+
+    /// A missing fault at page `addr`: the stored bytes, or zeros.
+    fn missing(&mut self, addr: usize) -> Result<(), PagerError> {
+        self.stats.faults += 1;
+        match self.pages.get(&addr).copied() {
+            Some(state @ (Page::Stored(_) | Page::Evicting(_) | Page::Held)) => {
+                let t = Instant::now();
+                let mut page = match state {
+                    Page::Held => self.held.remove(&addr).ok_or(PagerError::Kernel {
+                        op: "held page missing",
+                        addr,
+                        errno: 0,
+                    })?,
+                    Page::Stored(slot) | Page::Evicting(slot) => {
+                        let mut page = vec![0u8; PAGE_SIZE];
+                        self.swap.swap_in(slot, &mut page)?;
+                        if let Page::Evicting(_) = state {
+                            // Still counted resident: its discard (which
+                            // this fault proves done) was not accounted yet.
+                            self.stats.resident_pages -= 1;
+                        }
+                        self.stats.swapin_faults += 1;
+                        page
+                    }
+                    Page::Resident => unreachable!("matched above"),
+                };
+                match uffd::copy(&self.uffd, &page, addr) {
+                    Ok(()) | Err(libc::EEXIST) => {}
+                    // The target's mappings are changing (a remove, unmap,
+                    // remap or fork event is queued behind this fault): the
+                    // bytes are held here, the thread waits until the event
+                    // is read, then this fault is served again.
+                    Err(libc::EAGAIN) => {
+                        page.truncate(PAGE_SIZE);
+                        self.held.insert(addr, page);
+                        self.pages.insert(addr, Page::Held);
+                        self.retry.push(addr);
+                        return Ok(());
+                    }
+                    Err(errno) => {
+                        return Err(PagerError::Kernel {
+                            op: "UFFDIO_COPY",
+                            addr,
+                            errno,
+                        })
+                    }
+                }
+                self.pages.remove(&addr);
+                self.set_resident(addr);
+                self.stats.stall_ns += t.elapsed().as_nanos() as u64;
+                Ok(())
+            }
+            Some(Page::Resident) | None => {
+                // First touch, or a page the program discarded behind an
+                // event already read: zeros, over the absent neighbours too.
+                self.stats.zero_faults += 1;
+                let mut n = 1;
+                while n < ZERO_RUN
+                    && self.in_registered(addr + n * PAGE_SIZE)
+                    && !self.pages.contains_key(&(addr + n * PAGE_SIZE))
+                {
+                    n += 1;
+                }
+                let mut r = uffd::zeropage(&self.uffd, addr, n * PAGE_SIZE);
+                if n > 1 && matches!(r, Err((libc::ENOENT | libc::EINVAL, 0))) {
+                    // A neighbour is not (or no longer) registered memory.
+                    n = 1;
+                    r = uffd::zeropage(&self.uffd, addr, PAGE_SIZE);
+                }
+                let mapped = match r {
+                    Ok(()) => n,
+                    Err((libc::EEXIST, done)) => done / PAGE_SIZE,
+                    // Unmapped since it faulted: the thread faults again on
+                    // whatever is there now.
+                    Err((libc::ENOENT, _)) => {
+                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                        return Ok(());
+                    }
+                    Err((libc::EAGAIN, _)) => {
+                        self.retry.push(addr);
+                        return Ok(());
+                    }
+                    Err((errno, _)) => {
+                        return Err(PagerError::Kernel {
+                            op: "UFFDIO_ZEROPAGE",
+                            addr,
+                            errno,
+                        })
+                    }
+                };
+                // The faulting page is mapped (by us, or by another fault
+                // served before): make sure its thread runs on.
+                if mapped == 0 {
+                    let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                }
+                for i in 0..mapped.max(1) {
+                    self.set_resident(addr + i * PAGE_SIZE);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A write-protect fault: a write to a page of the batch being
+    /// evicted waits for the discard; any other page is unprotected.
+    fn write_fault(&mut self, addr: usize, tid: i32) -> Result<(), PagerError> {
+        self.stats.wp_faults += 1;
+        match self.pages.get(&addr).copied() {
+            Some(Page::Evicting(slot))
+                if self.in_flight.active && self.in_flight.tracee == Some(tid) =>
+            {
+                // The stopped thread writes it from the kernel on its way to
+                // the injected call (its `rseq` area, updated on every return
+                // to user mode): it cannot wait for the discard. The page
+                // leaves the batch, mapped and writable.
+                if self
+                    .in_flight
+                    .expect
+                    .is_some_and(|(s, e)| (s..e).contains(&addr))
+                {
+                    // Its discard is already on its way: the kernel's write
+                    // is lost with the page. Never seen with the rseq area
+                    // left out of batches; counted so that tests can tell.
+                    self.stats.tracee_write_conflicts += 1;
+                }
+                let _ = self.swap.free(slot);
+                self.pages.insert(addr, Page::Resident);
+                self.fifo.push_back(addr);
+                self.in_flight.pulled.push(addr);
+                match uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false) {
+                    Ok(()) => Ok(()),
+                    Err(errno) => Err(PagerError::Kernel {
+                        op: "UFFDIO_WRITEPROTECT",
+                        addr,
+                        errno,
+                    }),
+                }
+            }
+            Some(Page::Evicting(_)) if self.in_flight.active => {
+                self.in_flight.deferred_wp.push(addr);
+                Ok(())
+            }
+            state => {
+                if let Some(Page::Evicting(slot)) = state {
+                    // Left by a batch that a remap cut short: still mapped.
+                    let _ = self.swap.free(slot);
+                    self.pages.insert(addr, Page::Resident);
+                    self.fifo.push_back(addr);
+                }
+                let t = Instant::now();
+                let r = uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false);
+                self.stats.stall_ns += t.elapsed().as_nanos() as u64;
+                match r {
+                    Ok(()) | Err(libc::ENOENT) => Ok(()),
+                    Err(libc::EAGAIN) => {
+                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                        Ok(())
+                    }
+                    Err(errno) => Err(PagerError::Kernel {
+                        op: "UFFDIO_WRITEPROTECT",
+                        addr,
+                        errno,
+                    }),
+                }
+            }
+        }
+    }
+
+    /// A forked child: its userfaultfd gets a copy of every stored page
+    /// (pages still mapped were copied by the fork itself), then closes,
+    /// leaving the child's memory the kernel's.
+    fn fork(&mut self, child: Uffd) -> Result<(), PagerError> {
+        self.stats.forks += 1;
+        let stored: Vec<(usize, Page)> = self
+            .pages
+            .iter()
+            .filter(|(_, &p)| p != Page::Resident)
+            .map(|(&a, &p)| (a, p))
+            .collect();
+        let mut page = vec![0u8; PAGE_SIZE];
+        for (addr, state) in stored {
+            match state {
+                Page::Stored(slot) | Page::Evicting(slot) => {
+                    self.swap.read_frozen(slot, &mut page)?;
+                }
+                _ => page.copy_from_slice(
+                    self.held
+                        .get(&addr)
+                        .map_or(&[0u8; PAGE_SIZE][..], |v| &v[..]),
+                ),
+            }
+            match uffd::copy(&child, &page, addr) {
+                Ok(()) | Err(libc::EEXIST) | Err(libc::ENOENT) => {}
+                Err(errno) => {
+                    return Err(PagerError::Kernel {
+                        op: "UFFDIO_COPY (child)",
+                        addr,
+                        errno,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn remap(&mut self, from: usize, to: usize, len: usize) {
+        let moved: Vec<(usize, Page)> = self
+            .pages
+            .iter()
+            .filter(|(&a, _)| (from..from + len).contains(&a))
+            .map(|(&a, &p)| (a, p))
+            .collect();
+        let mut held = Vec::new();
+        for (a, _) in &moved {
+            self.pages.remove(a);
+            if let Some(bytes) = self.held.remove(a) {
+                held.push((a - from + to, bytes));
+            }
+        }
+        self.held.extend(held);
+        for (a, p) in moved {
+            let to_addr = a - from + to;
+            let p = match p {
+                // Moved still mapped: the batch's discard will miss it.
+                Page::Evicting(slot) => {
+                    let _ = self.swap.free(slot);
+                    Page::Resident
+                }
+                p => p,
+            };
+            self.pages.insert(to_addr, p);
+            if p == Page::Resident {
+                self.fifo.push_back(to_addr);
+            }
+        }
+        self.registered = subtract(&self.registered, from, from + len);
+        // The moved range stays registered where it lands.
+        self.registered = add(&self.registered, to, to + len);
+    }
+
+    fn in_registered(&self, addr: usize) -> bool {
+        self.registered.iter().any(|&(s, e)| (s..e).contains(&addr))
+    }
+
+    // ---- mappings -------------------------------------------------------
+
+    /// Registers the target's pageable memory not registered yet; its
+    /// populated pages become resident.
+    fn scan_maps(&mut self) -> Result<(), PagerError> {
+        let Ok(want) = crate::maps::read(self.pid) else {
+            return Ok(()); // exiting
+        };
+        if let Some(hwm) = crate::mem::peak_rss_bytes(self.pid) {
+            self.stats.peak_rss_bytes = hwm;
+        }
+        for (s, e) in crate::maps::uncovered(&want, &self.registered) {
+            match uffd::register(&self.uffd, s, e - s) {
+                Ok(()) => {}
+                // Changed under us (unmapped, or not registrable): next scan.
+                Err(_) => continue,
+            }
+            self.stats.ranges_registered += 1;
+            self.registered = add(&self.registered, s, e);
+            let populated = self.pagemap.populated(s, (e - s) / PAGE_SIZE)?;
+            for (i, p) in populated.into_iter().enumerate() {
+                let addr = s + i * PAGE_SIZE;
+                if p && !self.pages.contains_key(&addr) {
+                    self.stats.adopted_pages += 1;
+                    self.set_resident(addr);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- reclaim --------------------------------------------------------
+
+    /// Over the limit: evicts down to [`EVICT_BATCH`] pages under it, so
+    /// that each injection discards a whole batch. The resident pages never
+    /// go under [`Pager::min_resident`] (a thread that needs a few pages at
+    /// once could otherwise never have them all): past it, the pool is
+    /// written back to the swap file instead.
+    fn reclaim(&mut self) -> Result<(), PagerError> {
+        if self.charge() <= self.limit_pages() {
+            return Ok(());
+        }
+        let target = self
+            .limit_pages()
+            .saturating_sub(EVICT_BATCH.min(self.limit_pages() / 8));
+        while self.charge() > target {
+            if self.stats.resident_pages as usize > self.min_resident()
+                && self.evict_batch(EVICT_BATCH)? > 0
+            {
+                continue;
+            }
+            if self.swap.writeback(zswap::WRITEBACK_BATCH)? == 0 {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// The fewest resident pages reclaim leaves: an eighth of the limit.
+    fn min_resident(&self) -> usize {
+        (self.limit_pages() / 8).max(2 * EVICT_BATCH)
+    }
+
+    /// Picks up to `n` resident pages, oldest first, in address runs.
+    fn pick_victims(&mut self, n: usize) -> Vec<(usize, usize)> {
+        let mut victims = Vec::with_capacity(n);
+        while victims.len() < n {
+            let Some(addr) = self.fifo.pop_front() else {
+                break;
+            };
+            if self.pages.get(&addr) == Some(&Page::Resident) && !victims.contains(&addr) {
+                victims.push(addr);
+            }
+        }
+        victims.sort_unstable();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for a in victims {
+            match runs.last_mut() {
+                Some((s, pages)) if *s + *pages * PAGE_SIZE == a => *pages += 1,
+                _ => runs.push((a, 1)),
+            }
+        }
+        runs
+    }
+
+    /// Evicts up to `n` pages; returns how many were. A thread of the
+    /// target is stopped first, before any page is protected: a thread
+    /// that writes a protected page from a system call waits in the
+    /// kernel for the discard, and would never stop for it.
+    fn evict_batch(&mut self, n: usize) -> Result<usize, PagerError> {
+        let runs = self.pick_victims(n);
+        if runs.is_empty() {
+            return Ok(0);
+        }
+        let t = Instant::now();
+        let Some(mut tracee) = self.stop_a_thread() else {
+            self.undo(&runs, false);
+            return Ok(0);
+        };
+        self.stats.injections += 1;
+        // The stopped thread's rseq area stays: the kernel writes it when
+        // the thread leaves its stop for the injected call.
+        let runs = match tracee.rseq_area() {
+            Some((at, len)) => {
+                let first = at & !(PAGE_SIZE - 1);
+                let holes: Vec<usize> = (first..at + len).step_by(PAGE_SIZE).collect();
+                let (kept, left): (Vec<_>, Vec<_>) = runs.iter().partition(|&&(s, p)| {
+                    !holes.iter().any(|h| (s..s + p * PAGE_SIZE).contains(h))
+                });
+                let mut runs = kept;
+                for run in left {
+                    runs.extend(split_around(run, &holes));
+                }
+                for h in holes {
+                    if self.pages.get(&h) == Some(&Page::Resident) {
+                        self.fifo.push_back(h);
+                    }
+                }
+                runs.sort_unstable();
+                runs
+            }
+            None => runs,
+        };
+        // 1. Protect: from here a write waits for the pager.
+        let mut protected = Vec::new();
+        for &(s, pages) in &runs {
+            match uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, true) {
+                Ok(()) => protected.push((s, pages)),
+                Err(_) => self.undo(&[(s, pages)], false),
+            }
+        }
+        // 2. Read and 3. store, run by run.
+        let mut stored = Vec::new();
+        for (s, pages) in protected {
+            match self.store_run(s, pages) {
+                Ok(slots) => stored.push((s, pages, slots)),
+                Err(_) => self.undo(&[(s, pages)], true),
+            }
+        }
+        for (s, _, slots) in &stored {
+            for (i, &slot) in slots.iter().enumerate() {
+                self.pages.insert(s + i * PAGE_SIZE, Page::Evicting(slot));
+            }
+        }
+        // 4. Discard in the target.
+        self.in_flight.active = true;
+        let discarded = self.discard(
+            &mut tracee,
+            &stored.iter().map(|(s, p, _)| (*s, *p)).collect::<Vec<_>>(),
+        );
+        let tid = tracee.tid();
+        if tracee.detach().is_err() {
+            self.stats.inject_errors += 1;
+            self.lingering.push(tid);
+        }
+        self.stats.injection_ns += t.elapsed().as_nanos() as u64;
+        let mut evicted = 0;
+        for ((s, pages, slots), ok) in stored.into_iter().zip(discarded) {
+            for (i, slot) in slots.into_iter().enumerate() {
+                let addr = s + i * PAGE_SIZE;
+                if self.pages.get(&addr) != Some(&Page::Evicting(slot)) {
+                    continue; // swapped back in, or forgotten, meanwhile
+                }
+                if ok {
+                    self.pages.insert(addr, Page::Stored(slot));
+                    self.stats.resident_pages -= 1;
+                    evicted += 1;
+                } else {
+                    let _ = self.swap.free(slot);
+                    self.pages.insert(addr, Page::Resident);
+                    self.fifo.push_back(addr);
+                }
+            }
+            if !ok {
+                self.stats.evict_failures += pages as u64;
+                let _ = uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, false);
+            }
+        }
+        self.in_flight.active = false;
+        for addr in std::mem::take(&mut self.in_flight.deferred_wp) {
+            let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+        }
+        self.stats.evicted_pages += evicted as u64;
+        Ok(evicted)
+    }
+
+    /// Reads a protected run and stores it; returns its slots.
+    fn store_run(&mut self, s: usize, pages: usize) -> Result<Vec<u64>, PagerError> {
+        // A page the kernel does not have would make the read fault into
+        // this very userfaultfd: only populated pages are read.
+        if self.pagemap.populated(s, pages)?.iter().any(|p| !p) {
+            return Err(PagerError::Kernel {
+                op: "evict (page not populated)",
+                addr: s,
+                errno: libc::EAGAIN,
+            });
+        }
+        let mut buf = vec![0u8; pages * PAGE_SIZE];
+        mem::read(self.pid, s, &mut buf)?;
+        let slots = self.swap.alloc_slots(pages)?;
+        let chunks: Vec<&[u8]> = buf.chunks_exact(PAGE_SIZE).collect();
+        if let Err(e) = self.swap.swap_out(&chunks, &slots) {
+            for &slot in &slots {
+                let _ = self.swap.free(slot);
+            }
+            return Err(e.into());
+        }
+        Ok(slots)
+    }
+
+    /// Puts runs back as resident (unprotecting them if `protected`).
+    fn undo(&mut self, runs: &[(usize, usize)], protected: bool) {
+        for &(s, pages) in runs {
+            if protected {
+                let _ = uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, false);
+            }
+            self.stats.evict_failures += pages as u64;
+            for i in 0..pages {
+                self.fifo.push_back(s + i * PAGE_SIZE);
+            }
+        }
+    }
+
+    /// Stops one thread of the target (the main thread, else another).
+    fn stop_a_thread(&mut self) -> Option<Tracee> {
+        let (insn, pid) = (self.syscall_insn, self.pid);
+        for tid in self.tids() {
+            let mut serve = || self.serve_events();
+            match Tracee::seize(pid, tid, insn, &mut serve) {
+                Ok(t) => return Some(t),
+                Err(InjectError::Timeout { tid, .. }) => {
+                    self.stats.inject_errors += 1;
+                    self.lingering.push(tid);
+                }
+                Err(_) => self.stats.inject_errors += 1,
+            }
+        }
+        None
+    }
+
+    /// `madvise(MADV_DONTNEED)` of each run, run in the stopped thread;
+    /// whether each succeeded.
+    fn discard(&mut self, tracee: &mut Tracee, runs: &[(usize, usize)]) -> Vec<bool> {
+        let mut ok = vec![true; runs.len()];
+        self.in_flight.tracee = Some(tracee.tid());
+        'runs: for (i, &run) in runs.iter().enumerate() {
+            // Pages pulled out of the batch so far are left mapped.
+            for (s, pages) in split_around(run, &self.in_flight.pulled) {
+                self.in_flight.expect = Some((s, s + pages * PAGE_SIZE));
+                let mut serve = || self.serve_events();
+                let r = tracee.syscall(
+                    libc::SYS_madvise,
+                    &[
+                        s as u64,
+                        (pages * PAGE_SIZE) as u64,
+                        libc::MADV_DONTNEED as u64,
+                    ],
+                    &mut serve,
+                );
+                if !matches!(r, Ok(0)) {
+                    ok[i] = false;
+                }
+                if r.is_err() {
+                    self.stats.inject_errors += 1;
+                    ok[i + 1..].iter_mut().for_each(|o| *o = false);
+                    break 'runs;
+                }
+            }
+        }
+        self.in_flight.expect = None;
+        self.in_flight.tracee = None;
+        self.in_flight.pulled.clear();
+        ok
+    }
+
+    /// The target's threads, its main thread first.
+    fn tids(&self) -> Vec<i32> {
+        let mut tids = vec![self.pid];
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
+            tids.extend(
+                dir.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                    .filter(|&t| t != self.pid),
+            );
+        }
+        tids
+    }
+}
+
+/// The parts of run `(start, pages)` without the pages at `holes`.
+fn split_around((start, pages): (usize, usize), holes: &[usize]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut from = start;
+    for i in 0..pages {
+        let addr = start + i * PAGE_SIZE;
+        if holes.contains(&addr) {
+            if addr > from {
+                out.push((from, (addr - from) / PAGE_SIZE));
+            }
+            from = addr + PAGE_SIZE;
+        }
+    }
+    let end = start + pages * PAGE_SIZE;
+    if end > from {
+        out.push((from, (end - from) / PAGE_SIZE));
+    }
+    out
+}
+
+/// `ranges` (sorted, disjoint) less `[s, e)`.
+fn subtract(ranges: &[(usize, usize)], s: usize, e: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for &(rs, re) in ranges {
+        if re <= s || rs >= e {
+            out.push((rs, re));
+            continue;
+        }
+        if rs < s {
+            out.push((rs, s));
+        }
+        if re > e {
+            out.push((e, re));
+        }
+    }
+    out
+}
+
+/// `ranges` (sorted, disjoint) with `[s, e)` added, neighbours merged.
+fn add(ranges: &[(usize, usize)], s: usize, e: usize) -> Vec<(usize, usize)> {
+    let mut all = subtract(ranges, s, e);
+    all.push((s, e));
+    all.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (rs, re) in all {
+        match out.last_mut() {
+            Some(last) if last.1 == rs => last.1 = re,
+            _ => out.push((rs, re)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_splits_around_its_holes() {
+        let p = PAGE_SIZE;
+        assert_eq!(split_around((0, 4), &[]), vec![(0, 4)]);
+        assert_eq!(split_around((0, 4), &[p]), vec![(0, 1), (2 * p, 2)]);
+        assert_eq!(split_around((0, 4), &[0, 3 * p]), vec![(p, 2)]);
+        assert_eq!(split_around((0, 2), &[0, p]), vec![]);
+    }
+
+    #[test]
+    fn ranges_add_and_subtract() {
+        let r = add(&[], 0, 10);
+        let r = add(&r, 10, 20);
+        assert_eq!(r, vec![(0, 20)]);
+        let r = subtract(&r, 5, 8);
+        assert_eq!(r, vec![(0, 5), (8, 20)]);
+        let r = add(&r, 4, 9);
+        assert_eq!(r, vec![(0, 20)]);
+        assert_eq!(subtract(&r, 0, 100), vec![]);
+    }
+}

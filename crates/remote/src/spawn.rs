@@ -1,0 +1,114 @@
+//! Starting a program under the out-of-process pager: the child asks to
+//! be traced (`PTRACE_TRACEME`) and stops at its `execve`; the pager's
+//! thread (its tracer) opens the userfaultfd in the new image, and lets it
+//! go. Which programs need it: [`is_static`].
+
+use crate::inject::{find_syscall_insn, Tracee};
+use crate::pager::{Pager, PagerConfig, PagerError};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+/// `PT_INTERP`: the program header naming the dynamic loader.
+const PT_INTERP: u32 = 3;
+
+/// Whether `path` is an x86_64 ELF executable with no dynamic loader
+/// (statically linked: Go's default, musl builds), which an LD_PRELOAD
+/// library cannot enter. Scripts and dynamic executables are not.
+pub fn is_static(path: &Path) -> std::io::Result<bool> {
+    let mut f = std::fs::File::open(path)?;
+    let mut head = vec![0u8; 4096];
+    let n = f.read(&mut head)?;
+    head.truncate(n);
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
+        return Ok(false);
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([head[o], head[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(head[0x20..0x28].try_into().unwrap_or_default()) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    let mut interp = false;
+    for i in 0..phnum {
+        let o = phoff + i * phentsize;
+        if o + 4 > head.len() {
+            // Program headers past the first page: read them properly.
+            return is_static_slow(path, phoff, phentsize, phnum);
+        }
+        interp |= u32::from_le_bytes(head[o..o + 4].try_into().unwrap_or_default()) == PT_INTERP;
+    }
+    Ok(!interp)
+}
+
+fn is_static_slow(
+    path: &Path,
+    phoff: usize,
+    phentsize: usize,
+    phnum: usize,
+) -> std::io::Result<bool> {
+    let all = std::fs::read(path)?;
+    Ok(!(0..phnum).any(|i| {
+        let o = phoff + i * phentsize;
+        all.get(o..o + 4)
+            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap_or_default()) == PT_INTERP)
+    }))
+}
+
+/// `program` as `execvp` finds it.
+pub fn resolve(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Starts `cmd` stopped at its `execve`, opens its userfaultfd and lets it
+/// run. Call from the thread that will run the pager: it is the tracer.
+/// When the pager cannot be set up the child runs on unpaged, and the
+/// error says why.
+pub fn spawn(
+    mut cmd: Command,
+    config: &PagerConfig,
+) -> std::io::Result<(Child, Result<Pager, PagerError>)> {
+    // SAFETY: the closure runs in the forked child before execve and makes
+    // one async-signal-safe system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    let pid = child.id() as i32;
+    // The child stops with SIGTRAP after its execve; an exit is left for
+    // its parent to reap.
+    loop {
+        match crate::inject::stop_code(pid) {
+            Ok(Some(_)) => break,
+            Ok(None) => std::thread::sleep(std::time::Duration::from_micros(100)),
+            Err(e) => return Ok((child, Err(e.into()))),
+        }
+    }
+    let pager = set_up(pid, config);
+    Ok((child, pager))
+}
+
+fn set_up(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
+    let insn = match find_syscall_insn(pid) {
+        Ok(i) => i,
+        Err(e) => {
+            // SAFETY: detach with integers: the child runs on.
+            unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
+            return Err(e.into());
+        }
+    };
+    let mut tracee = Tracee::stopped(pid, insn)?;
+    let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {});
+    tracee.detach()?;
+    Pager::new(pid, uffd?, config)
+}

@@ -1,0 +1,173 @@
+//! Statically linked programs under `uzswap run`: paged from outside (the
+//! `remote` crate), as root; run unpaged, with the reason in one line, by
+//! a user who may not open a userfaultfd that handles kernel faults.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uzswap-remote-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `programs/NAME.c` with `-static` into `dir/NAME`.
+fn compile_static(name: &str, dir: &Path) -> PathBuf {
+    let bin = dir.join(name);
+    let status = Command::new("cc")
+        .args(["-O2", "-static", "-pthread", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(format!("{PROGRAMS}/{name}.c"))
+        .status()
+        .expect("cc (installed by scripts/setup.sh, with libc6-dev's libc.a)");
+    assert!(status.success(), "compiling {name}.c -static");
+    bin
+}
+
+/// A program's output and its peak resident set (`wait4`'s `ru_maxrss`).
+// Waited for with wait4, for its rusage, rather than Child::wait.
+#[allow(clippy::zombie_processes)]
+fn output_and_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (mut out, mut err) = (child.stdout.unwrap(), child.stderr.unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut e = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut e).unwrap();
+        e
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut out, &mut stdout).unwrap();
+    let stderr = reader.join().unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data, filled by wait4 for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 for our child into locals.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout,
+        stderr,
+    };
+    (output, usage.ru_maxrss as u64 * 1024)
+}
+
+const STEPS: [&str; 6] = [
+    "threads: ok",
+    "syscalls: ok",
+    "fork: ok",
+    "mappings: ok",
+    "ok",
+    "filled 32 MiB",
+];
+
+fn assert_all_steps(stdout: &str, stderr: &str) {
+    for step in STEPS {
+        assert!(
+            stdout.lines().any(|l| l == step),
+            "no {step:?} in:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_test_program_is_static_and_uzswap_itself_is_not() {
+    let dir = tempdir("elf");
+    assert!(remote::is_static(&compile_static("staticcheck", &dir)).unwrap());
+    assert!(!remote::is_static(Path::new(UZSWAP)).unwrap());
+    assert!(!remote::is_static(Path::new("/bin/sh")).unwrap());
+    std::fs::write(dir.join("script"), "#!/bin/sh\necho hi\n").unwrap();
+    assert!(!remote::is_static(&dir.join("script")).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
+    let dir = tempdir("paged");
+    let bin = compile_static("staticcheck", &dir);
+    let (plain, plain_peak) = output_and_peak_rss(Command::new(&bin).args(["32", "4"]));
+    assert!(plain.status.success());
+    let stats = dir.join("stats");
+    let out = Command::new(UZSWAP)
+        .args(["run", "--limit", "8M", "--stats-out"])
+        .arg(&stats)
+        .arg("--")
+        .arg(&bin)
+        .args(["32", "4"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Byte for byte the plain run's output (the sum of every word).
+    assert_eq!(stdout, text(&plain.stdout), "{stderr}");
+    assert_all_steps(&stdout, &stderr);
+    let r = run_report(&stats);
+    if is_root() {
+        assert!(r.total.swap.zswpout > 0, "nothing stored:\n{stderr}");
+        assert!(
+            r.total.runtime.evicted_pages > 2048,
+            "{:?}",
+            r.total.runtime
+        );
+        assert!(
+            r.total.runtime.swapin_faults > 2048,
+            "{:?}",
+            r.total.runtime
+        );
+        // Mappings are found by polling: what a program touches between
+        // two looks is not paged yet, so the peak is over the limit, but
+        // well under the plain run's.
+        assert!(
+            r.run.max_rss_bytes < plain_peak * 3 / 4,
+            "peak RSS {} for an 8M limit, {plain_peak} plain",
+            r.run.max_rss_bytes
+        );
+    } else {
+        assert!(stderr.contains("runs unpaged"), "{stderr}");
+        assert_eq!(r.run.processes, 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn as_nobody_a_static_program_runs_unpaged_and_says_why() {
+    if !is_root() {
+        // Already unprivileged: the test above checked this.
+        return;
+    }
+    let dir = tempdir("nobody");
+    let bin = compile_static("staticcheck", &dir);
+    let uz = uzswap_for_any_user(&dir, &[&bin]);
+    let out = as_nobody(&uz)
+        .args(["run", "--limit", "8M", "--swapfile-dir"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&bin)
+        .args(["32", "2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_all_steps(&stdout, &stderr);
+    let why: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("runs unpaged"))
+        .collect();
+    assert_eq!(why.len(), 1, "{stderr}");
+    assert!(why[0].contains("userfaultfd"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

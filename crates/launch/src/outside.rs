@@ -56,6 +56,111 @@ pub fn report_of(
     }
 }
 
+/// The pager's settings from a run's: the store's, the limit, and the
+/// shared-limit file through which a controller moves it.
+fn pager_config(
+    settings: &crate::Settings,
+    shared_limit_file: Option<std::path::PathBuf>,
+) -> PagerConfig {
+    let mut swap = settings.runtime_config().swap;
+    // The pager has no adaptive split (the runtime's `split.rs`): the pool
+    // gets half the limit unless `--pool-limit` says otherwise, and never
+    // more than seven eighths (the pager keeps an eighth resident).
+    if settings.charge_pool {
+        let limit = settings.limit_bytes;
+        let pool = settings.pool_limit_bytes.unwrap_or(limit / 2);
+        swap.pool_limit_bytes = Some(pool.min(limit - limit / 8).max(common::PAGE_SIZE));
+    }
+    PagerConfig {
+        limit_bytes: settings.limit_bytes,
+        swap,
+        shared_limit_file,
+    }
+}
+
+/// `uzswap attach`: a running process paged from outside.
+#[derive(Debug, Clone)]
+pub struct Attach {
+    pub settings: crate::Settings,
+    /// `--max-slowdown`, as for `uzswap run`.
+    pub max_slowdown: Option<f64>,
+    pub pid: u32,
+}
+
+/// How an attachment ended.
+#[derive(Debug)]
+pub struct AttachOutcome {
+    /// The process exited, or the attachment was stopped (it runs on).
+    pub ended: remote::Ended,
+    /// Pages given back at the end.
+    pub pages_back: usize,
+    pub elapsed: std::time::Duration,
+    pub report: ProcessReport,
+    pub control: Option<Vec<crate::control::Sample>>,
+}
+
+impl Attach {
+    /// Pages the process until it exits or `stop` is set, then gives every
+    /// page back. `on_attached` runs once the process is paged.
+    pub fn run(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+        on_attached: impl FnOnce() + Send,
+    ) -> Result<AttachOutcome, LaunchError> {
+        self.settings.validate()?;
+        let dir = new_stats_dir("uzswap-attach")?;
+        let launch = Launch {
+            settings: self.settings.clone(),
+            library: std::path::PathBuf::new(),
+            command: Vec::new(),
+            per_process_limit: false,
+            max_slowdown: self.max_slowdown,
+        };
+        let shared = self
+            .settings
+            .shared_limit_file
+            .clone()
+            .unwrap_or_else(|| dir.join("shared-limit"));
+        let config = pager_config(&self.settings, Some(shared));
+        let controller = launch.start_controller(&dir)?;
+        let start = Instant::now();
+        let pid = self.pid;
+        let outside = |source| LaunchError::Outside { pid, source };
+        // One thread attaches, serves and releases: it is the tracer.
+        let result = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut pager = remote::attach(pid as i32, &config).map_err(outside)?;
+                    on_attached();
+                    let ended = pager.run_until(stop).map_err(outside)?;
+                    let report =
+                        report_of(pid, config.limit_bytes, &pager.stats(), pager.swap_stats());
+                    let pages_back = match ended {
+                        remote::Ended::Stopped => pager.release().map_err(outside)?,
+                        remote::Ended::Exited => 0,
+                    };
+                    Ok((ended, pages_back, report))
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(LaunchError::Controller(
+                        "the pager's thread panicked".into(),
+                    ))
+                })
+        });
+        let control = controller.map(crate::control::Running::finish);
+        let _ = std::fs::remove_dir_all(&dir);
+        let (ended, pages_back, report) = result?;
+        Ok(AttachOutcome {
+            ended,
+            pages_back,
+            elapsed: start.elapsed(),
+            report,
+            control,
+        })
+    }
+}
+
 impl Launch {
     /// [`Launch::run`] for a statically linked program.
     pub(crate) fn run_outside(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
@@ -68,21 +173,7 @@ impl Launch {
             .clone()
             .unwrap_or_else(|| dir.join("shared-limit"));
         let controller = self.start_controller(&dir)?;
-        let mut swap = self.settings.runtime_config().swap;
-        // The pager has no adaptive split (the runtime's `split.rs`): the
-        // pool gets half the limit unless `--pool-limit` says otherwise,
-        // and never more than seven eighths (the pager keeps an eighth
-        // resident).
-        if self.settings.charge_pool {
-            let limit = self.settings.limit_bytes;
-            let pool = self.settings.pool_limit_bytes.unwrap_or(limit / 2);
-            swap.pool_limit_bytes = Some(pool.min(limit - limit / 8).max(common::PAGE_SIZE));
-        }
-        let config = PagerConfig {
-            limit_bytes: self.settings.limit_bytes,
-            swap,
-            shared_limit_file: (!self.per_process_limit).then_some(shared),
-        };
+        let config = pager_config(&self.settings, (!self.per_process_limit).then_some(shared));
         let (user0, sys0) = children_cpu();
         let start = Instant::now();
         let name = self.command.join(" ");

@@ -30,6 +30,11 @@ pub enum LaunchError {
     RunDir(#[from] crate::rundir::RunDirError),
     #[error("--max-slowdown: {0}")]
     Controller(String),
+    #[error("paging process {pid} from outside: {source}")]
+    Outside {
+        pid: u32,
+        source: remote::PagerError,
+    },
 }
 
 /// Finds the library: `$UZSWAP_PRELOAD`, else next to `exe` (or in its

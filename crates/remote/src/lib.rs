@@ -27,6 +27,11 @@
 //!   `execve` (`PTRACE_TRACEME`), the pager opens its userfaultfd and
 //!   detaches. Between injections the target is not traced: its signals,
 //!   threads and `exec`s are its own.
+//! * **Attaching to a running process** ([`attach`]): `PTRACE_SEIZE` of
+//!   its main thread, long enough to open the userfaultfd; its memory is
+//!   registered as it is (populated pages adopted). [`Pager::release`]
+//!   gives every page back and closes the userfaultfd, leaving the
+//!   process as it was.
 //!
 //! ## Invariants
 //!
@@ -59,5 +64,5 @@ pub mod pager;
 pub mod spawn;
 pub mod uffd;
 
-pub use pager::{Pager, PagerConfig, PagerError, PagerStats};
-pub use spawn::{is_static, resolve, spawn};
+pub use pager::{Ended, Pager, PagerConfig, PagerError, PagerStats};
+pub use spawn::{attach, is_static, resolve, spawn};

@@ -33,6 +33,7 @@ use crate::uffd;
 use common::PAGE_SIZE;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use userfaultfd::{Event, FaultKind, Uffd};
@@ -56,6 +57,15 @@ pub struct PagerConfig {
     /// The run's shared-limit file: a controller's limit is read from it,
     /// and the charge and stall published there.
     pub shared_limit_file: Option<std::path::PathBuf>,
+}
+
+/// Why [`Pager::run_until`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The target exited.
+    Exited,
+    /// Asked to stop: the target runs on.
+    Stopped,
 }
 
 /// The pager's own counters, with the runtime's names where they mean
@@ -213,8 +223,18 @@ impl Pager {
 
     /// Serves the target until it exits. Returns the counters.
     pub fn run(&mut self) -> Result<(), PagerError> {
+        self.run_until(&AtomicBool::new(false)).map(|_| ())
+    }
+
+    /// Serves the target until it exits ([`Ended::Exited`]) or `stop` is
+    /// set ([`Ended::Stopped`]: the target runs on, still paged until
+    /// [`Pager::release`]).
+    pub fn run_until(&mut self, stop: &AtomicBool) -> Result<Ended, PagerError> {
         let mut last_scan = Instant::now() - MAPS_INTERVAL;
         loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(Ended::Stopped);
+            }
             let mut fds = [
                 libc::pollfd {
                     fd: self.uffd.as_raw_fd(),
@@ -231,7 +251,7 @@ impl Pager {
             // SAFETY: two valid pollfds in a local array.
             unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
             if fds[1].revents != 0 {
-                return self.fatal.take().map_or(Ok(()), Err);
+                return self.fatal.take().map_or(Ok(Ended::Exited), Err);
             }
             self.serve_events();
             if let Some(e) = self.fatal.take() {
@@ -247,6 +267,43 @@ impl Pager {
             self.reclaim()?;
             self.publish();
         }
+    }
+
+    /// Gives the target back every page: each stored page is copied into
+    /// it, then the userfaultfd is closed, which unregisters its memory
+    /// (the kernel's again, nothing protected). Events that come meanwhile
+    /// are served. Returns how many pages came back.
+    pub fn release(mut self) -> Result<usize, PagerError> {
+        let mut back = 0;
+        loop {
+            self.serve_events();
+            if let Some(e) = self.fatal.take() {
+                return Err(e);
+            }
+            let away: Vec<usize> = self
+                .pages
+                .iter()
+                .filter(|(_, p)| !matches!(p, Page::Resident))
+                .map(|(&a, _)| a)
+                .collect();
+            if away.is_empty() && self.retry.is_empty() {
+                break;
+            }
+            for addr in away {
+                // A missing fault's service maps the stored bytes; one
+                // refused for now (an event is queued) is held and retried
+                // after the events are read, at the next turn.
+                self.missing(addr)?;
+                if self.pages.get(&addr) == Some(&Page::Resident) {
+                    back += 1;
+                }
+            }
+            if self.target_gone() {
+                break;
+            }
+        }
+        // Dropping the pager closes the userfaultfd.
+        Ok(back)
     }
 
     /// The counters now.
@@ -457,6 +514,13 @@ impl Pager {
                         self.held.insert(addr, page);
                         self.pages.insert(addr, Page::Held);
                         self.retry.push(addr);
+                        return Ok(());
+                    }
+                    // Unmapped meanwhile (its event not read yet): the
+                    // bytes go with the mapping.
+                    Err(libc::ENOENT) => {
+                        self.pages.remove(&addr);
+                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
                         return Ok(());
                     }
                     Err(errno) => {

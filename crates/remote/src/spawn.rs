@@ -112,3 +112,14 @@ fn set_up(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
     tracee.detach()?;
     Pager::new(pid, uffd?, config)
 }
+
+/// Pages a running process from outside: one of its threads is stopped
+/// (`PTRACE_SEIZE`) long enough to open its userfaultfd. Call from the
+/// thread that will run the pager.
+pub fn attach(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
+    let insn = find_syscall_insn(pid)?;
+    let mut tracee = Tracee::seize(pid, pid, insn, &mut || {})?;
+    let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {});
+    tracee.detach()?;
+    Pager::new(pid, uffd?, config)
+}

@@ -7,6 +7,7 @@
 //! comparison of swap-in readahead policies (the bypass for pooled pages
 //! against mainline; docs/seeds.md).
 
+mod attach;
 mod compat;
 mod peer;
 mod run;
@@ -70,6 +71,15 @@ enum Command {
     /// Run a program with its large allocations paged through uzswap:
     /// `uzswap run --limit 512M -- CMD ARGS…`
     Run(run::RunArgs),
+    /// Page a running process from outside, until it exits or Ctrl-C
+    /// (or `uzswap detach PID`), which gives every page back:
+    /// `uzswap attach --limit 128M PID`
+    Attach(attach::AttachArgs),
+    /// End `uzswap attach PID`: every page goes back, the process runs on.
+    Detach {
+        /// The attached process's id.
+        pid: u32,
+    },
     /// Live counters of a program running under `uzswap run`.
     Stats {
         /// Its process id.
@@ -316,6 +326,24 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("uzswap: {e}");
                     ExitCode::from(125)
+                }
+            }
+        }
+        Some(Command::Attach(a)) => {
+            return match attach::attach(&a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uzswap: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Detach { pid }) => {
+            return match attach::detach(pid) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uzswap: {e}");
+                    ExitCode::FAILURE
                 }
             }
         }

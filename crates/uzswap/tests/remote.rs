@@ -171,3 +171,94 @@ fn as_nobody_a_static_program_runs_unpaged_and_says_why() {
     assert!(why[0].contains("userfaultfd"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Waits (at most `secs`) for `cond`.
+fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(secs) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn attach_pages_a_running_python_and_detach_gives_every_page_back() {
+    use std::process::Stdio;
+    let hold = format!("{PROGRAMS}/hold.py");
+    let plain = Command::new("python3")
+        .arg(&hold)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let plain_hash = text(&plain.stdout).lines().last().unwrap().to_string();
+    let mut py = Command::new("python3")
+        .arg(&hold)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut lines, pid) = ready_pid(&mut py);
+    let held = rss_bytes(pid);
+    assert!(held > 300 << 20, "python holds {held} bytes");
+    let dir = tempdir("attach");
+    let stats = dir.join("stats");
+    let attach = Command::new(UZSWAP)
+        .args(["attach", "--limit", "64M", "--stats-out"])
+        .arg(&stats)
+        .arg(pid.to_string())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !is_root() {
+        // No userfaultfd that handles kernel faults for this user: one
+        // line says so, and python goes on untouched.
+        let out = attach.wait_with_output().unwrap();
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("userfaultfd"),
+            "{}",
+            text(&out.stderr)
+        );
+    } else {
+        assert!(
+            wait_for(30, || rss_bytes(pid) < 160 << 20),
+            "python's RSS stayed at {} under a 64M limit",
+            rss_bytes(pid)
+        );
+        let detach = Command::new(UZSWAP)
+            .args(["detach", &pid.to_string()])
+            .output()
+            .unwrap();
+        assert!(detach.status.success(), "{}", text(&detach.stderr));
+        let out = attach.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("pages given back"), "{stderr}");
+        // Every page is back: python's RSS is what it held.
+        assert!(
+            rss_bytes(pid) > held - (held >> 3),
+            "{} of {held} back",
+            rss_bytes(pid)
+        );
+        let r = run_report(&stats);
+        assert!(
+            r.total.swap.zswpout > 0 && r.total.runtime.evicted_pages > 0,
+            "{stderr}"
+        );
+    }
+    let rest = release_held(py, lines);
+    assert_eq!(rest.last(), Some(&plain_hash), "python's output changed");
+    let _ = std::fs::remove_dir_all(&dir);
+}

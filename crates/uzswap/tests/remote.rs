@@ -209,7 +209,7 @@ fn attach_pages_a_running_python_and_detach_gives_every_page_back() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let (mut lines, pid) = ready_pid(&mut py);
+    let (lines, pid) = ready_pid(&mut py);
     let held = rss_bytes(pid);
     assert!(held > 300 << 20, "python holds {held} bytes");
     let dir = tempdir("attach");

@@ -152,6 +152,7 @@ fn thread_dead(tid: i32) -> bool {
 /// while it has none.
 fn wait_stop(tid: i32, serve: &mut dyn FnMut()) -> Result<Stop, InjectError> {
     let start = Instant::now();
+    let mut looks = 0u64;
     loop {
         if let Some(code) = stop_code(tid)? {
             if code >> 8 == PTRACE_EVENT_STOP {
@@ -159,7 +160,10 @@ fn wait_stop(tid: i32, serve: &mut dyn FnMut()) -> Result<Stop, InjectError> {
             }
             return Ok(Stop::Signal(code & 0xff));
         }
-        if thread_dead(tid) {
+        looks += 1;
+        // A thread that exited never stops: looked for now and then (a
+        // read of /proc costs more than the wait's other calls together).
+        if looks % 64 == 0 && thread_dead(tid) {
             return Err(InjectError::Exited(tid));
         }
         if start.elapsed() > STOP_TIMEOUT {

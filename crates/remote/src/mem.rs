@@ -30,6 +30,28 @@ pub fn read(pid: i32, addr: usize, buf: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes `buf` at `addr` in process `pid`.
+pub fn write(pid: i32, addr: usize, buf: &[u8]) -> io::Result<()> {
+    let local = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: one local iovec over `buf`, only read by the call; the remote
+    // one is only an address in the other process.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != buf.len() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short write"));
+    }
+    Ok(())
+}
+
 /// Bit 63 of a pagemap entry: the page is present in memory.
 const PM_PRESENT: u64 = 1 << 63;
 /// Bit 62: the page is in the kernel's swap.

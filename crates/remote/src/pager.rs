@@ -42,6 +42,11 @@ use zswap::Swap;
 /// Pages evicted together (one protection, one read, one store and one
 /// injection per batch).
 pub const EVICT_BATCH: usize = 256;
+/// Pages evicted together with the oldest of them: an aligned 64 KiB.
+pub const EVICT_GROUP: usize = 16;
+/// Bytes of the target's scratch page: the ranges of one batch
+/// (16 bytes each) fit.
+const SCRATCH_BYTES: usize = (EVICT_BATCH + EVICT_GROUP) * 16;
 /// How often the target's mappings are read for new memory.
 pub const MAPS_INTERVAL: Duration = Duration::from_millis(20);
 /// First-touch faults map zeros over up to this many absent pages.
@@ -150,7 +155,7 @@ enum Page {
 struct InFlight {
     /// A batch is between its protection and its discard.
     active: bool,
-    expect: Option<(usize, usize)>,
+    expect: Vec<(usize, usize)>,
     /// Write-protect faults on the batch's pages, woken after the discard.
     deferred_wp: Vec<usize>,
     /// The thread stopped for the discard.
@@ -177,6 +182,11 @@ pub struct Pager {
     config_limit_pages: usize,
     shared: Option<runtime::SharedLimit>,
     in_flight: InFlight,
+    /// The page of the target's that holds a batch's ranges.
+    scratch: Option<usize>,
+    /// Batches are discarded one `madvise` a run (the kernel refused the
+    /// one-call way).
+    run_by_run: bool,
     /// Threads whose stop timed out: detached once they stop.
     lingering: Vec<i32>,
     stats: PagerStats,
@@ -214,6 +224,9 @@ impl Pager {
             shared,
             in_flight: InFlight::default(),
             lingering: Vec::new(),
+            scratch: None,
+            run_by_run: false,
+
             stats: PagerStats::default(),
             retry: Vec::new(),
             held: HashMap::new(),
@@ -451,7 +464,8 @@ impl Pager {
                 if self
                     .in_flight
                     .expect
-                    .is_some_and(|(es, ee)| es <= s && e <= ee)
+                    .iter()
+                    .any(|&(es, ee)| es <= s && e <= ee)
                 {
                     // The pager's own discard (one event per mapping it
                     // spans): its pages stay stored.
@@ -602,7 +616,8 @@ impl Pager {
                 if self
                     .in_flight
                     .expect
-                    .is_some_and(|(s, e)| (s..e).contains(&addr))
+                    .iter()
+                    .any(|&(s, e)| (s..e).contains(&addr))
                 {
                     // Its discard is already on its way: the kernel's write
                     // is lost with the page. Never seen with the rseq area
@@ -739,7 +754,11 @@ impl Pager {
         if let Some(hwm) = crate::mem::peak_rss_bytes(self.pid) {
             self.stats.peak_rss_bytes = hwm;
         }
-        for (s, e) in crate::maps::uncovered(&want, &self.registered) {
+        let mut have = self.registered.clone();
+        if let Some(p) = self.scratch {
+            have = add(&have, p, p + SCRATCH_BYTES);
+        }
+        for (s, e) in crate::maps::uncovered(&want, &have) {
             match uffd::register(&self.uffd, s, e - s) {
                 Ok(()) => {}
                 // Changed under us (unmapped, or not registrable): next scan.
@@ -791,17 +810,28 @@ impl Pager {
         (self.limit_pages() / 8).max(2 * EVICT_BATCH)
     }
 
-    /// Picks up to `n` resident pages, oldest first, in address runs.
+    /// Picks about `n` resident pages: the oldest, each with the other
+    /// resident pages of its aligned group of [`EVICT_GROUP`] (a folio's
+    /// role: each group is one range of the batch's discard, and each
+    /// range costs the target a round trip with the pager, its remove
+    /// event). Returned as address runs.
     fn pick_victims(&mut self, n: usize) -> Vec<(usize, usize)> {
-        let mut victims = Vec::with_capacity(n);
+        let mut victims = std::collections::HashSet::with_capacity(n + EVICT_GROUP);
         while victims.len() < n {
             let Some(addr) = self.fifo.pop_front() else {
                 break;
             };
-            if self.pages.get(&addr) == Some(&Page::Resident) && !victims.contains(&addr) {
-                victims.push(addr);
+            if self.pages.get(&addr) != Some(&Page::Resident) || victims.contains(&addr) {
+                continue;
+            }
+            let group = addr & !(EVICT_GROUP * PAGE_SIZE - 1);
+            for a in (group..group + EVICT_GROUP * PAGE_SIZE).step_by(PAGE_SIZE) {
+                if self.pages.get(&a) == Some(&Page::Resident) {
+                    victims.insert(a);
+                }
             }
         }
+        let mut victims: Vec<usize> = victims.into_iter().collect();
         victims.sort_unstable();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for a in victims {
@@ -813,17 +843,24 @@ impl Pager {
         runs
     }
 
-    /// Evicts up to `n` pages; returns how many were. A thread of the
-    /// target is stopped first, before any page is protected: a thread
-    /// that writes a protected page from a system call waits in the
-    /// kernel for the discard, and would never stop for it.
+    /// Evicts about `n` pages; returns how many were.
     fn evict_batch(&mut self, n: usize) -> Result<usize, PagerError> {
         let runs = self.pick_victims(n);
         if runs.is_empty() {
             return Ok(0);
         }
+        self.evict_protected(runs)
+    }
+
+    /// Evicts `runs` the protected way: a thread of the target is stopped
+    /// first, before any page is protected (a thread that writes a
+    /// protected page from a system call waits in the kernel for the
+    /// discard, and would never stop for it); the runs are
+    /// write-protected, read, stored and discarded by injected calls.
+    fn evict_protected(&mut self, runs: Vec<(usize, usize)>) -> Result<usize, PagerError> {
         let t = Instant::now();
-        let Some(mut tracee) = self.stop_a_thread() else {
+        let stopped = self.stop_a_thread();
+        let Some(mut tracee) = stopped else {
             self.undo(&runs, false);
             return Ok(0);
         };
@@ -968,25 +1005,133 @@ impl Pager {
         None
     }
 
-    /// `madvise(MADV_DONTNEED)` of each run, run in the stopped thread;
-    /// whether each succeeded.
+    /// Discards each run in the stopped thread: all at once with one
+    /// `process_madvise(2)`, else with one `madvise(2)` a run. Returns
+    /// whether each run was discarded.
     fn discard(&mut self, tracee: &mut Tracee, runs: &[(usize, usize)]) -> Vec<bool> {
-        let mut ok = vec![true; runs.len()];
         self.in_flight.tracee = Some(tracee.tid());
+        let ok = match self.discard_at_once(tracee, runs) {
+            Some(ok) => ok,
+            None => self.discard_run_by_run(tracee, runs),
+        };
+        self.in_flight.expect.clear();
+        self.in_flight.tracee = None;
+        self.in_flight.pulled.clear();
+        ok
+    }
+
+    /// The whole batch in one injected `process_madvise(2)` of the target
+    /// on itself (which, unlike a call from here, may `MADV_DONTNEED`),
+    /// its ranges written to a page of the target's that uzswap mapped
+    /// ([`Pager::scratch_page`]). `None` where that cannot be done (the
+    /// kernel refuses, the page cannot be mapped): nothing was discarded.
+    fn discard_at_once(
+        &mut self,
+        tracee: &mut Tracee,
+        runs: &[(usize, usize)],
+    ) -> Option<Vec<bool>> {
+        if self.run_by_run {
+            return None;
+        }
+        let scratch = self.scratch_page(tracee)?;
+        let pid = self.pid as u64;
+        let mut serve = || self.serve_events();
+        let fd = tracee
+            .syscall(libc::SYS_pidfd_open, &[pid, 0], &mut serve)
+            .ok()?;
+        if fd < 0 {
+            self.run_by_run = true;
+            return None;
+        }
+        // Pages the stopped thread wrote on its way here stay mapped.
+        let pieces: Vec<(usize, usize, usize)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &run)| {
+                split_around(run, &self.in_flight.pulled)
+                    .into_iter()
+                    .map(move |(s, p)| (i, s, p))
+            })
+            .collect();
+        let mut iovecs = Vec::with_capacity(pieces.len() * 16);
+        for &(_, s, p) in &pieces {
+            iovecs.extend_from_slice(&(s as u64).to_ne_bytes());
+            iovecs.extend_from_slice(&((p * PAGE_SIZE) as u64).to_ne_bytes());
+        }
+        let written =
+            iovecs.len() <= SCRATCH_BYTES && mem::write(self.pid, scratch, &iovecs).is_ok();
+        let mut ok = vec![false; runs.len()];
+        if written && !pieces.is_empty() {
+            self.in_flight.expect = pieces
+                .iter()
+                .map(|&(_, s, p)| (s, s + p * PAGE_SIZE))
+                .collect();
+            let mut serve = || self.serve_events();
+            let args = [
+                fd as u64,
+                scratch as u64,
+                pieces.len() as u64,
+                libc::MADV_DONTNEED as u64,
+                0,
+            ];
+            match tracee.syscall(libc::SYS_process_madvise, &args, &mut serve) {
+                Ok(done) if done >= 0 => {
+                    // The ranges are advised in order: those within the
+                    // bytes done were discarded (a run cut short counts as
+                    // discarded: its stored copy is kept, see `missing`).
+                    let mut left = done as usize;
+                    for &(i, _, p) in &pieces {
+                        if left > 0 {
+                            ok[i] = true;
+                        }
+                        left = left.saturating_sub(p * PAGE_SIZE);
+                    }
+                }
+                Ok(_) => self.run_by_run = true,
+                Err(_) => self.stats.inject_errors += 1,
+            }
+        } else if pieces.is_empty() {
+            ok = vec![true; runs.len()];
+        }
+        let mut serve = || self.serve_events();
+        let _ = tracee.syscall(libc::SYS_close, &[fd as u64], &mut serve);
+        if self.run_by_run {
+            return None;
+        }
+        Some(ok)
+    }
+
+    /// One page of the target's, mapped by an injected `mmap` the first
+    /// time, for the ranges of [`Pager::discard_at_once`]. Never
+    /// registered or paged.
+    fn scratch_page(&mut self, tracee: &mut Tracee) -> Option<usize> {
+        if self.scratch.is_none() {
+            let mut serve = || self.serve_events();
+            let prot = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+            let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+            let args = [0, SCRATCH_BYTES as u64, prot, flags, u64::MAX, 0];
+            match tracee.syscall(libc::SYS_mmap, &args, &mut serve) {
+                Ok(addr) if addr > 0 => self.scratch = Some(addr as usize),
+                _ => self.run_by_run = true,
+            }
+        }
+        self.scratch
+    }
+
+    /// `madvise(MADV_DONTNEED)` of each run, one injected call each.
+    fn discard_run_by_run(&mut self, tracee: &mut Tracee, runs: &[(usize, usize)]) -> Vec<bool> {
+        let mut ok = vec![true; runs.len()];
         'runs: for (i, &run) in runs.iter().enumerate() {
             // Pages pulled out of the batch so far are left mapped.
             for (s, pages) in split_around(run, &self.in_flight.pulled) {
-                self.in_flight.expect = Some((s, s + pages * PAGE_SIZE));
+                self.in_flight.expect = vec![(s, s + pages * PAGE_SIZE)];
                 let mut serve = || self.serve_events();
-                let r = tracee.syscall(
-                    libc::SYS_madvise,
-                    &[
-                        s as u64,
-                        (pages * PAGE_SIZE) as u64,
-                        libc::MADV_DONTNEED as u64,
-                    ],
-                    &mut serve,
-                );
+                let args = [
+                    s as u64,
+                    (pages * PAGE_SIZE) as u64,
+                    libc::MADV_DONTNEED as u64,
+                ];
+                let r = tracee.syscall(libc::SYS_madvise, &args, &mut serve);
                 if !matches!(r, Ok(0)) {
                     ok[i] = false;
                 }
@@ -997,9 +1142,6 @@ impl Pager {
                 }
             }
         }
-        self.in_flight.expect = None;
-        self.in_flight.tracee = None;
-        self.in_flight.pulled.clear();
         ok
     }
 

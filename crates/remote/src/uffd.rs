@@ -66,17 +66,22 @@ pub fn open_in(pid: i32, tracee: &mut Tracee, serve: &mut dyn FnMut()) -> Result
     // Closed in the target whatever happened: it holds no copy of its own.
     let _ = tracee.syscall(libc::SYS_close, &[fd as u64], serve);
     let local = taken.map_err(OpenError::Take)?;
+    api_handshake(&local, FEATURES).map_err(OpenError::Api)?;
+    // SAFETY: the descriptor is a userfaultfd we own, given to the Uffd.
+    Ok(unsafe { Uffd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(local)) })
+}
+
+fn api_handshake(fd: &OwnedFd, features: u64) -> std::io::Result<()> {
     let mut api = sys::uffdio_api {
         api: UFFD_API,
-        features: FEATURES,
+        features,
         ioctls: 0,
     };
     // SAFETY: a valid uffdio_api for the call on a userfaultfd we own.
-    if unsafe { libc::ioctl(local.as_raw_fd(), UFFDIO_API as _, &mut api) } != 0 {
-        return Err(OpenError::Api(std::io::Error::last_os_error()));
+    if unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API as _, &mut api) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: the descriptor is a userfaultfd we own, given to the Uffd.
-    Ok(unsafe { Uffd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(local)) })
+    Ok(())
 }
 
 fn take_fd(pid: i32, fd: i32) -> std::io::Result<OwnedFd> {

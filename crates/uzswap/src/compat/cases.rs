@@ -45,6 +45,8 @@ pub struct Sizes {
 #[derive(Debug, Clone, Copy)]
 pub enum Need {
     Program(&'static str),
+    /// One of these programs.
+    OneOf(&'static [&'static str]),
     PythonModule(&'static str),
 }
 
@@ -57,6 +59,10 @@ impl Need {
                 let ok = std::fs::metadata(path)
                     .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
                 (!ok).then(|| path.to_string())
+            }
+            Need::OneOf(paths) => {
+                let any = paths.iter().any(|p| Need::Program(p).missing().is_none());
+                (!any).then(|| paths.join(" or "))
             }
             Need::PythonModule(module) => {
                 let ok = Command::new(PYTHON)
@@ -170,6 +176,10 @@ const REDIS_HOT_SH: &str = include_str!("../../compat/redis_hot.sh");
 const HOTSET: &str = include_str!("../../compat/hotset.py");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
+const GOMEM_GO: &str = include_str!("../../compat/gomem.go");
+/// Where a Go toolchain is looked for: Go's own installation, then the
+/// distribution's package (scripts/setup.sh installs it where neither is).
+const GO: &[&str] = &["/usr/local/go/bin/go", "/usr/bin/go"];
 
 /// Seed of every generated input (change it and the inputs change).
 const SEED: u64 = 0x757A_7377_6170; // "uzswap"
@@ -532,7 +542,57 @@ pub const CASES: &[Case] = &[
         check_plain_twice: false,
         flags: &[],
     },
+    Case {
+        name: "go-static",
+        about: "a statically linked Go program (CGO_ENABLED=0) fills and hashes a buffer, then churns maps for its collector: paged from outside",
+        unit: "bytes",
+        needs: &[Need::OneOf(GO)],
+        quick: Sizes { size: 128 * MIB, limit: 32 * MIB },
+        full: Sizes { size: 512 * MIB, limit: 128 * MIB },
+        setup: |ctx| {
+            ctx.put("main.go", GOMEM_GO)?;
+            ctx.put("go.mod", "module gomem\n\ngo 1.19\n")?;
+            go_build(ctx)
+        },
+        command: |ctx| vec![ctx.path("gomem"), ctx.size.to_string()],
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
 ];
+
+/// Builds `gomem` statically (CGO_ENABLED=0), offline, with the build's
+/// caches in the case's folder.
+fn go_build(ctx: &Ctx) -> Result<(), String> {
+    let go = GO
+        .iter()
+        .find(|p| Need::Program(p).missing().is_none())
+        .ok_or("no Go toolchain")?;
+    let out = Command::new(go)
+        .args(["build", "-o", &ctx.path("gomem"), "."])
+        .current_dir(ctx.input)
+        .env_clear()
+        .env("PATH", "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", ctx.input)
+        .env("GOCACHE", ctx.input.join("gocache"))
+        .env("GOPATH", ctx.input.join("gopath"))
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("CGO_ENABLED", "0")
+        .output()
+        .map_err(|e| format!("cannot run {go}: {e}"))?;
+    // The caches are the build's only: not left for the runs' users.
+    let _ = std::fs::remove_dir_all(ctx.input.join("gocache"));
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "go build failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
 
 /// Programs of `uzswap bench savings` only: services with a small hot set,
 /// run without a limit (`Sizes::limit` is 0). Their `size` is the number

@@ -163,7 +163,7 @@ fn wait_stop(tid: i32, serve: &mut dyn FnMut()) -> Result<Stop, InjectError> {
         looks += 1;
         // A thread that exited never stops: looked for now and then (a
         // read of /proc costs more than the wait's other calls together).
-        if looks % 64 == 0 && thread_dead(tid) {
+        if looks.is_multiple_of(64) && thread_dead(tid) {
             return Err(InjectError::Exited(tid));
         }
         if start.elapsed() > STOP_TIMEOUT {

@@ -31,7 +31,7 @@ use crate::inject::{find_syscall_insn, InjectError, Tracee};
 use crate::mem::{self, Pagemap};
 use crate::uffd;
 use common::PAGE_SIZE;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +47,8 @@ pub const EVICT_GROUP: usize = 16;
 /// Bytes of the target's scratch page: the ranges of one batch
 /// (16 bytes each) fit.
 const SCRATCH_BYTES: usize = (EVICT_BATCH + EVICT_GROUP) * 16;
+/// How long the pager polls without sleeping after an event.
+const SPIN_AFTER_EVENT: Duration = Duration::from_micros(200);
 /// How often the target's mappings are read for new memory.
 pub const MAPS_INTERVAL: Duration = Duration::from_millis(20);
 /// First-touch faults map zeros over up to this many absent pages.
@@ -162,6 +164,11 @@ struct InFlight {
     tracee: Option<i32>,
     /// Pages taken out of the batch (written by the stopped thread).
     pulled: Vec<usize>,
+    /// The ranges being discarded: a missing fault in them waits for the
+    /// discard (served now, its page would be discarded with them).
+    spans: Vec<(usize, usize)>,
+    /// Missing faults held back for that, served after the batch.
+    deferred_missing: Vec<usize>,
 }
 
 /// The pager of one target process. `Resident` and `Evicting` pages are
@@ -172,10 +179,9 @@ pub struct Pager {
     uffd: Uffd,
     pidfd: OwnedFd,
     swap: Arc<Swap>,
-    pages: HashMap<usize, Page>,
-    /// Resident pages in the order they became resident (stale entries
-    /// are skipped when met).
-    fifo: VecDeque<usize>,
+    pages: BTreeMap<usize, Page>,
+    /// Where reclaim's sweep over the address space goes on from.
+    hand: usize,
     registered: Vec<(usize, usize)>,
     pagemap: Pagemap,
     syscall_insn: u64,
@@ -215,8 +221,8 @@ impl Pager {
             uffd,
             pidfd: uffd::pidfd_open(pid)?,
             swap: Swap::new(config.swap.clone())?,
-            pages: HashMap::new(),
-            fifo: VecDeque::new(),
+            pages: BTreeMap::new(),
+            hand: 0,
             registered: Vec::new(),
             pagemap: Pagemap::open(pid)?,
             syscall_insn: find_syscall_insn(pid)?,
@@ -244,6 +250,7 @@ impl Pager {
     /// [`Pager::release`]).
     pub fn run_until(&mut self, stop: &AtomicBool) -> Result<Ended, PagerError> {
         let mut last_scan = Instant::now() - MAPS_INTERVAL;
+        let mut last_event = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(Ended::Stopped);
@@ -260,11 +267,22 @@ impl Pager {
                     revents: 0,
                 },
             ];
-            let timeout = if self.retry.is_empty() { 20 } else { 0 };
+            // Right after a fault another tends to follow: spin a little
+            // before sleeping (a wakeup from poll costs more than the
+            // fault's service).
+            let busy = last_event.elapsed() < SPIN_AFTER_EVENT;
+            let timeout = if self.retry.is_empty() && !busy {
+                20
+            } else {
+                0
+            };
             // SAFETY: two valid pollfds in a local array.
             unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
             if fds[1].revents != 0 {
                 return self.fatal.take().map_or(Ok(Ended::Exited), Err);
+            }
+            if fds[0].revents != 0 {
+                last_event = Instant::now();
             }
             self.serve_events();
             if let Some(e) = self.fatal.take() {
@@ -306,7 +324,7 @@ impl Pager {
                 // A missing fault's service maps the stored bytes; one
                 // refused for now (an event is queued) is held and retried
                 // after the events are read, at the next turn.
-                self.missing(addr)?;
+                self.missing(addr, None)?;
                 if self.pages.get(&addr) == Some(&Page::Resident) {
                     back += 1;
                 }
@@ -354,7 +372,6 @@ impl Pager {
                 .peak_resident_pages
                 .max(self.stats.resident_pages);
         }
-        self.fifo.push_back(addr);
     }
 
     /// Forgets the page at `addr` (the program discarded or unmapped it).
@@ -376,20 +393,9 @@ impl Pager {
     }
 
     fn forget_range(&mut self, start: usize, end: usize) {
-        if (end - start) / PAGE_SIZE < self.pages.len() {
-            for addr in (start..end).step_by(PAGE_SIZE) {
-                self.forget(addr);
-            }
-        } else {
-            let gone: Vec<usize> = self
-                .pages
-                .keys()
-                .copied()
-                .filter(|a| (start..end).contains(a))
-                .collect();
-            for addr in gone {
-                self.forget(addr);
-            }
+        let gone: Vec<usize> = self.pages.range(start..end).map(|(&a, _)| a).collect();
+        for addr in gone {
+            self.forget(addr);
         }
     }
 
@@ -409,7 +415,7 @@ impl Pager {
                     for addr in retry {
                         self.stats.faults -= 1;
                         self.stats.retries += 1;
-                        if let Err(e) = self.missing(addr) {
+                        if let Err(e) = self.missing(addr, None) {
                             self.fail(e);
                         }
                     }
@@ -446,8 +452,9 @@ impl Pager {
             Event::Pagefault {
                 kind: FaultKind::Missing,
                 addr,
+                thread_id,
                 ..
-            } => self.missing(addr as usize & !(PAGE_SIZE - 1)),
+            } => self.missing(addr as usize & !(PAGE_SIZE - 1), Some(thread_id.as_raw())),
             Event::Pagefault {
                 kind: FaultKind::WriteProtected,
                 addr,
@@ -493,8 +500,23 @@ impl Pager {
     }
 
     /// A missing fault at page `addr`: the stored bytes, or zeros.
-    fn missing(&mut self, addr: usize) -> Result<(), PagerError> {
+    fn missing(&mut self, addr: usize, tid: Option<i32>) -> Result<(), PagerError> {
         self.stats.faults += 1;
+        let in_span = self
+            .in_flight
+            .spans
+            .iter()
+            .any(|&(s, e)| (s..e).contains(&addr));
+        if in_span && self.in_flight.active && tid != self.in_flight.tracee {
+            // Its page would be discarded with the span.
+            self.in_flight.deferred_missing.push(addr);
+            return Ok(());
+        }
+        if in_span {
+            // Before the protection (or for the stopped thread, which
+            // cannot wait): served, and left out of the discard.
+            self.in_flight.pulled.push(addr);
+        }
         match self.pages.get(&addr).copied() {
             Some(state @ (Page::Stored(_) | Page::Evicting(_) | Page::Held)) => {
                 let t = Instant::now();
@@ -555,7 +577,10 @@ impl Pager {
                 // event already read: zeros, over the absent neighbours too.
                 self.stats.zero_faults += 1;
                 let mut n = 1;
-                while n < ZERO_RUN
+                // Not while a batch is being discarded: a neighbour mapped
+                // now could be written before its span is discarded.
+                while self.in_flight.spans.is_empty()
+                    && n < ZERO_RUN
                     && self.in_registered(addr + n * PAGE_SIZE)
                     && !self.pages.contains_key(&(addr + n * PAGE_SIZE))
                 {
@@ -626,7 +651,6 @@ impl Pager {
                 }
                 let _ = self.swap.free(slot);
                 self.pages.insert(addr, Page::Resident);
-                self.fifo.push_back(addr);
                 self.in_flight.pulled.push(addr);
                 match uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false) {
                     Ok(()) => Ok(()),
@@ -646,7 +670,6 @@ impl Pager {
                     // Left by a batch that a remap cut short: still mapped.
                     let _ = self.swap.free(slot);
                     self.pages.insert(addr, Page::Resident);
-                    self.fifo.push_back(addr);
                 }
                 let t = Instant::now();
                 let r = uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false);
@@ -730,9 +753,6 @@ impl Pager {
                 p => p,
             };
             self.pages.insert(to_addr, p);
-            if p == Page::Resident {
-                self.fifo.push_back(to_addr);
-            }
         }
         self.registered = subtract(&self.registered, from, from + len);
         // The moved range stays registered where it lands.
@@ -810,29 +830,48 @@ impl Pager {
         (self.limit_pages() / 8).max(2 * EVICT_BATCH)
     }
 
-    /// Picks about `n` resident pages: the oldest, each with the other
-    /// resident pages of its aligned group of [`EVICT_GROUP`] (a folio's
-    /// role: each group is one range of the batch's discard, and each
-    /// range costs the target a round trip with the pager, its remove
-    /// event). Returned as address runs.
-    fn pick_victims(&mut self, n: usize) -> Vec<(usize, usize)> {
-        let mut victims = std::collections::HashSet::with_capacity(n + EVICT_GROUP);
-        while victims.len() < n {
-            let Some(addr) = self.fifo.pop_front() else {
-                break;
-            };
-            if self.pages.get(&addr) != Some(&Page::Resident) || victims.contains(&addr) {
-                continue;
-            }
-            let group = addr & !(EVICT_GROUP * PAGE_SIZE - 1);
-            for a in (group..group + EVICT_GROUP * PAGE_SIZE).step_by(PAGE_SIZE) {
-                if self.pages.get(&a) == Some(&Page::Resident) {
-                    victims.insert(a);
+    /// Picks `n` resident pages: the next ones in address order from where
+    /// the last batch stopped (a clock hand over the address space, with
+    /// no referenced bits: as oblivious as first-in first-out, but every
+    /// resident page between two victims is a victim too, so that the
+    /// batch is discarded as a few long ranges, each of which costs the
+    /// target one round trip with the pager, its remove event). Returns
+    /// the victims as runs, and the ranges to discard: spans over victims
+    /// and the empty or stored pages between them, never over a resident
+    /// page that is not a victim, within one registered range.
+    fn pick_victims(&mut self, n: usize) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+        let mut victims = Vec::with_capacity(n);
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let hand = self.hand;
+        // From the hand to the end, then from the start: two sweeps whose
+        // spans never join.
+        for (from, to) in [(hand, usize::MAX), (0, hand)] {
+            let mut span: Option<(usize, usize)> = None;
+            for (&a, &p) in self.pages.range(from..to) {
+                if victims.len() >= n {
+                    break;
                 }
+                if p != Page::Resident {
+                    continue;
+                }
+                victims.push(a);
+                span = match span {
+                    Some((s, _)) if self.same_range(s, a) => Some((s, a + PAGE_SIZE)),
+                    Some(done) => {
+                        spans.push(done);
+                        Some((a, a + PAGE_SIZE))
+                    }
+                    None => Some((a, a + PAGE_SIZE)),
+                };
+            }
+            spans.extend(span);
+            if victims.len() >= n {
+                break;
             }
         }
-        let mut victims: Vec<usize> = victims.into_iter().collect();
+        self.hand = victims.last().map_or(0, |&a| a + PAGE_SIZE);
         victims.sort_unstable();
+        spans.sort_unstable();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for a in victims {
             match runs.last_mut() {
@@ -840,16 +879,23 @@ impl Pager {
                 _ => runs.push((a, 1)),
             }
         }
-        runs
+        (runs, spans)
+    }
+
+    /// Whether `a` and `b` lie in the same registered range.
+    fn same_range(&self, a: usize, b: usize) -> bool {
+        self.registered
+            .iter()
+            .any(|&(s, e)| (s..e).contains(&a) && (s..e).contains(&b))
     }
 
     /// Evicts about `n` pages; returns how many were.
     fn evict_batch(&mut self, n: usize) -> Result<usize, PagerError> {
-        let runs = self.pick_victims(n);
+        let (runs, spans) = self.pick_victims(n);
         if runs.is_empty() {
             return Ok(0);
         }
-        self.evict_protected(runs)
+        self.evict_protected(runs, spans)
     }
 
     /// Evicts `runs` the protected way: a thread of the target is stopped
@@ -857,31 +903,36 @@ impl Pager {
     /// protected page from a system call waits in the kernel for the
     /// discard, and would never stop for it); the runs are
     /// write-protected, read, stored and discarded by injected calls.
-    fn evict_protected(&mut self, runs: Vec<(usize, usize)>) -> Result<usize, PagerError> {
+    fn evict_protected(
+        &mut self,
+        runs: Vec<(usize, usize)>,
+        spans: Vec<(usize, usize)>,
+    ) -> Result<usize, PagerError> {
         let t = Instant::now();
+        // From now on a page mapped in a span is left out of its discard.
+        self.in_flight.spans = spans.clone();
         let stopped = self.stop_a_thread();
         let Some(mut tracee) = stopped else {
+            self.in_flight.spans.clear();
+            self.in_flight.pulled.clear();
             self.undo(&runs, false);
             return Ok(0);
         };
         self.stats.injections += 1;
         // The stopped thread's rseq area stays: the kernel writes it when
         // the thread leaves its stop for the injected call.
+        let mut left_out: Vec<usize> = Vec::new();
         let runs = match tracee.rseq_area() {
             Some((at, len)) => {
                 let first = at & !(PAGE_SIZE - 1);
                 let holes: Vec<usize> = (first..at + len).step_by(PAGE_SIZE).collect();
+                left_out.extend(&holes);
                 let (kept, left): (Vec<_>, Vec<_>) = runs.iter().partition(|&&(s, p)| {
                     !holes.iter().any(|h| (s..s + p * PAGE_SIZE).contains(h))
                 });
                 let mut runs = kept;
                 for run in left {
                     runs.extend(split_around(run, &holes));
-                }
-                for h in holes {
-                    if self.pages.get(&h) == Some(&Page::Resident) {
-                        self.fifo.push_back(h);
-                    }
                 }
                 runs.sort_unstable();
                 runs
@@ -893,7 +944,10 @@ impl Pager {
         for &(s, pages) in &runs {
             match uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, true) {
                 Ok(()) => protected.push((s, pages)),
-                Err(_) => self.undo(&[(s, pages)], false),
+                Err(_) => {
+                    self.undo(&[(s, pages)], false);
+                    left_out.extend((0..pages).map(|i| s + i * PAGE_SIZE));
+                }
             }
         }
         // 2. Read and 3. store, run by run.
@@ -901,9 +955,23 @@ impl Pager {
         for (s, pages) in protected {
             match self.store_run(s, pages) {
                 Ok(slots) => stored.push((s, pages, slots)),
-                Err(_) => self.undo(&[(s, pages)], true),
+                Err(_) => {
+                    self.undo(&[(s, pages)], true);
+                    left_out.extend((0..pages).map(|i| s + i * PAGE_SIZE));
+                }
             }
         }
+        // The ranges to discard: the spans, less the pages left resident.
+        left_out.extend(&self.in_flight.pulled);
+        let spans: Vec<(usize, usize)> = spans
+            .into_iter()
+            .flat_map(|(s, e)| split_around((s, (e - s) / PAGE_SIZE), &left_out))
+            .filter(|&(s, p)| {
+                stored
+                    .iter()
+                    .any(|&(rs, rp, _)| rs >= s && rs + rp * PAGE_SIZE <= s + p * PAGE_SIZE)
+            })
+            .collect();
         for (s, _, slots) in &stored {
             for (i, &slot) in slots.iter().enumerate() {
                 self.pages.insert(s + i * PAGE_SIZE, Page::Evicting(slot));
@@ -911,10 +979,18 @@ impl Pager {
         }
         // 4. Discard in the target.
         self.in_flight.active = true;
-        let discarded = self.discard(
-            &mut tracee,
-            &stored.iter().map(|(s, p, _)| (*s, *p)).collect::<Vec<_>>(),
-        );
+        self.in_flight.spans = spans.iter().map(|&(s, p)| (s, s + p * PAGE_SIZE)).collect();
+        let span_ok = self.discard(&mut tracee, &spans);
+        // A run was discarded with the span that holds it.
+        let discarded: Vec<bool> = stored
+            .iter()
+            .map(|&(rs, _, _)| {
+                spans
+                    .iter()
+                    .zip(&span_ok)
+                    .any(|(&(s, p), &ok)| ok && (s..s + p * PAGE_SIZE).contains(&rs))
+            })
+            .collect();
         let tid = tracee.tid();
         if tracee.detach().is_err() {
             self.stats.inject_errors += 1;
@@ -935,7 +1011,6 @@ impl Pager {
                 } else {
                     let _ = self.swap.free(slot);
                     self.pages.insert(addr, Page::Resident);
-                    self.fifo.push_back(addr);
                 }
             }
             if !ok {
@@ -944,8 +1019,13 @@ impl Pager {
             }
         }
         self.in_flight.active = false;
+        self.in_flight.spans.clear();
         for addr in std::mem::take(&mut self.in_flight.deferred_wp) {
             let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+        }
+        for addr in std::mem::take(&mut self.in_flight.deferred_missing) {
+            self.stats.faults -= 1;
+            self.missing(addr, None)?;
         }
         self.stats.evicted_pages += evicted as u64;
         Ok(evicted)
@@ -982,9 +1062,6 @@ impl Pager {
                 let _ = uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, false);
             }
             self.stats.evict_failures += pages as u64;
-            for i in 0..pages {
-                self.fifo.push_back(s + i * PAGE_SIZE);
-            }
         }
     }
 

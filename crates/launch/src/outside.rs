@@ -196,9 +196,6 @@ impl Launch {
                             // wait forever on a page nobody serves.
                             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
                         }
-                        if std::env::var_os("UZSWAP_REMOTE_DEBUG").is_some() {
-                            eprintln!("{:?}", pager.stats());
-                        }
                         Some(report_of(
                             child.id(),
                             config.limit_bytes,

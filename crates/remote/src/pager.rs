@@ -66,6 +66,11 @@ pub struct PagerConfig {
     pub shared_limit_file: Option<std::path::PathBuf>,
 }
 
+/// Pages from an address: `(start, pages)`.
+type Run = (usize, usize);
+/// An address range: `(start, end)`.
+type Span = (usize, usize);
+
 /// Why [`Pager::run_until`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -839,7 +844,7 @@ impl Pager {
     /// the victims as runs, and the ranges to discard: spans over victims
     /// and the empty or stored pages between them, never over a resident
     /// page that is not a victim, within one registered range.
-    fn pick_victims(&mut self, n: usize) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+    fn pick_victims(&mut self, n: usize) -> (Vec<Run>, Vec<Span>) {
         let mut victims = Vec::with_capacity(n);
         let mut spans: Vec<(usize, usize)> = Vec::new();
         let hand = self.hand;

@@ -75,6 +75,7 @@ fn pager_config(
         limit_bytes: settings.limit_bytes,
         swap,
         shared_limit_file,
+        charge_pool: settings.charge_pool,
     }
 }
 

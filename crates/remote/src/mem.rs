@@ -80,10 +80,14 @@ impl Pagemap {
     }
 }
 
-/// `VmHWM` of process `pid` (its peak resident set), bytes.
-pub fn peak_rss_bytes(pid: i32) -> Option<u64> {
+/// A process's peak resident set (`VmHWM`) and its resident anonymous
+/// memory now (`RssAnon`), bytes.
+pub fn rss_bytes(pid: i32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some((field("VmHWM:")?, field("RssAnon:")?))
 }

@@ -64,6 +64,8 @@ pub struct PagerConfig {
     /// The run's shared-limit file: a controller's limit is read from it,
     /// and the charge and stall published there.
     pub shared_limit_file: Option<std::path::PathBuf>,
+    /// The pool counts in the limit (`--uncharged-pool` turns it off).
+    pub charge_pool: bool,
 }
 
 /// Pages from an address: `(start, pages)`.
@@ -102,8 +104,11 @@ pub struct PagerStats {
     pub inject_errors: u64,
     /// Time spent stopped for injections, ns.
     pub injection_ns: u64,
-    /// Service time of swap-in and write-protect faults, ns (the wait the
-    /// pager adds to the target's threads, queueing left out).
+    /// Service time of swap-in and write-protect faults, and eviction
+    /// batches run while faults were queued, ns: the wait the pager adds
+    /// to the target's threads, as far as it can see it (the wakeups'
+    /// latency left out). Published to the run's shared-limit file for
+    /// `--max-slowdown`'s controller.
     pub stall_ns: u64,
     /// Writes by the stopped thread to a page whose discard was already
     /// under way (see `Pager::write_fault`): 0 unless something other than
@@ -191,6 +196,13 @@ pub struct Pager {
     pagemap: Pagemap,
     syscall_insn: u64,
     config_limit_pages: usize,
+    charge_pool: bool,
+    /// The target's memory is registered (it reached half the limit once).
+    paging: bool,
+    /// Before that: its resident anonymous memory, pages (`RssAnon`).
+    unpaged_pages: usize,
+    /// Of `stats.stall_ns`, what the shared-limit file has been told.
+    published_stall_ns: u64,
     shared: Option<runtime::SharedLimit>,
     in_flight: InFlight,
     /// The page of the target's that holds a batch's ranges.
@@ -232,6 +244,10 @@ impl Pager {
             pagemap: Pagemap::open(pid)?,
             syscall_insn: find_syscall_insn(pid)?,
             config_limit_pages: pages_of(config.limit_bytes),
+            charge_pool: config.charge_pool,
+            published_stall_ns: 0,
+            paging: false,
+            unpaged_pages: 0,
             shared,
             in_flight: InFlight::default(),
             lingering: Vec::new(),
@@ -357,11 +373,22 @@ impl Pager {
         controlled.map_or(self.config_limit_pages, |c| c.min(self.config_limit_pages))
     }
 
+    /// What the limit counts: the resident pages, and the store unless
+    /// the pool is uncharged (cgroup v1's rule).
     fn charge(&self) -> usize {
-        self.stats.resident_pages as usize + self.swap.charged_pages()
+        let pool = if self.charge_pool {
+            self.swap.charged_pages()
+        } else {
+            0
+        };
+        self.stats.resident_pages as usize + pool + self.unpaged_pages
     }
 
     fn publish(&mut self) {
+        if let Some(s) = &self.shared {
+            s.add_stall(self.stats.stall_ns - self.published_stall_ns);
+        }
+        self.published_stall_ns = self.stats.stall_ns;
         self.stats.limit_pages = self.limit_pages() as u64;
         self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
         if let Some(s) = &self.shared {
@@ -439,6 +466,18 @@ impl Pager {
                 }
             }
         }
+    }
+
+    /// Whether an event (a fault) is queued on the userfaultfd now.
+    fn faults_pending(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.uffd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut fd, 1, 0) };
+        fd.revents != 0
     }
 
     fn target_gone(&self) -> bool {
@@ -776,8 +815,19 @@ impl Pager {
         let Ok(want) = crate::maps::read(self.pid) else {
             return Ok(()); // exiting
         };
-        if let Some(hwm) = crate::mem::peak_rss_bytes(self.pid) {
+        if let Some((hwm, anon)) = crate::mem::rss_bytes(self.pid) {
             self.stats.peak_rss_bytes = hwm;
+            if !self.paging {
+                // Memory is registered (and its faults served here) only
+                // from half the limit on: below it, the kernel's faults
+                // cost the program nothing extra.
+                self.unpaged_pages = pages_of(anon as usize);
+                self.paging = self.unpaged_pages >= self.limit_pages() / 2;
+                if !self.paging {
+                    return Ok(());
+                }
+                self.unpaged_pages = 0;
+            }
         }
         let mut have = self.registered.clone();
         if let Some(p) = self.scratch {
@@ -818,9 +868,14 @@ impl Pager {
             .limit_pages()
             .saturating_sub(EVICT_BATCH.min(self.limit_pages() / 8));
         while self.charge() > target {
-            if self.stats.resident_pages as usize > self.min_resident()
-                && self.evict_batch(EVICT_BATCH)? > 0
-            {
+            // Faults waiting meanwhile wait for the batch: their stall.
+            let t = self.faults_pending().then(Instant::now);
+            let evicted = self.stats.resident_pages as usize > self.min_resident()
+                && self.evict_batch(EVICT_BATCH)? > 0;
+            if let Some(t) = t {
+                self.stats.stall_ns += t.elapsed().as_nanos() as u64;
+            }
+            if evicted {
                 continue;
             }
             if self.swap.writeback(zswap::WRITEBACK_BATCH)? == 0 {

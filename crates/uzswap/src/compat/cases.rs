@@ -543,6 +543,25 @@ pub const CASES: &[Case] = &[
         flags: &[],
     },
     Case {
+        name: "randpage-static",
+        about: "randpage linked statically (cc -static): the same random accesses, paged from outside",
+        unit: "bytes",
+        needs: &[Need::Program(CC)],
+        quick: Sizes { size: 64 * MIB, limit: 16 * MIB },
+        full: Sizes { size: 512 * MIB, limit: 128 * MIB },
+        setup: |ctx| {
+            ctx.put("randpage.c", RANDPAGE_C)?;
+            tool(&[CC, "-O2", "-static", "-o", &ctx.path("randpage"), &ctx.path("randpage.c")])
+        },
+        command: |ctx| {
+            let accesses = ctx.size / 4096 * 8;
+            vec![ctx.path("randpage"), ctx.size.to_string(), accesses.to_string()]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
         name: "go-static",
         about: "a statically linked Go program (CGO_ENABLED=0) fills and hashes a buffer, then churns maps for its collector: paged from outside",
         unit: "bytes",

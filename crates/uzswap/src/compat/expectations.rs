@@ -52,6 +52,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "redis-heap",     root: Works,                 unprivileged: Works },
     Expectation { case: "usemem",         root: Works,                 unprivileged: Works },
     Expectation { case: "randpage",       root: Works,                 unprivileged: Works },
+    Expectation { case: "randpage-static", root: Works,              unprivileged: KnownIssue(STATIC_UNPRIVILEGED) },
     Expectation { case: "go-static",      root: Works,                 unprivileged: KnownIssue(STATIC_UNPRIVILEGED) },
 ];
 

@@ -36,6 +36,11 @@ pub struct FaultsArgs {
     /// Runs of each system, interleaved; the median one is shown.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
+    /// Also run the program linked statically (`randpage-static`), which
+    /// uzswap pages from outside: the out-of-process path's cost beside
+    /// the in-process one's.
+    #[arg(long)]
+    pub with_static: bool,
     #[command(flatten)]
     pub work: WorkArgs,
 }
@@ -85,7 +90,11 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
     if a.reps == 0 || a.times.iter().any(|&t| t < 1) {
         return Err("--reps and every --times must be at least 1".into());
     }
-    let case = super::select_cases(&["randpage".to_string()])?[0];
+    let mut names = vec!["randpage".to_string()];
+    if a.with_static {
+        names.push("randpage-static".to_string());
+    }
+    let cases = super::select_cases(&names)?;
     let programs = ProgramsArgs {
         only: vec![],
         compressor: a.compressor.clone(),
@@ -133,12 +142,12 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
         progress: &progress,
         sample_every: None,
     };
-    let (results, csv_rows) = bench.programs(a.times.iter().map(|&t| {
+    let (results, csv_rows) = bench.programs(a.times.iter().flat_map(|&t| {
         let sizes = Sizes {
             size: a.size as u64,
             limit: (a.size as u64 / t).next_multiple_of(4096),
         };
-        (case, Some(sizes))
+        cases.iter().map(move |&case| (case, Some(sizes)))
     }));
     println!("{}", faults_table(&results));
     draw_faults(&results);
@@ -155,7 +164,7 @@ fn faults_table(results: &[ProgramResult]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
-        "limit",
+        "program, limit",
         "system",
         "elapsed\n(median)",
         "CPU\nuser+sys",
@@ -169,7 +178,10 @@ fn faults_table(results: &[ProgramResult]) -> Table {
     ]);
     for r in results {
         if let Some(why) = &r.skipped {
-            t.add_row(vec![Cell::new(human_size(r.limit)), Cell::new(why)]);
+            t.add_row(vec![
+                Cell::new(format!("{}, {}", r.case, human_size(r.limit))),
+                Cell::new(why),
+            ]);
             continue;
         }
         let get = |f: &dyn Fn(&System) -> bool| {
@@ -183,9 +195,9 @@ fn faults_table(results: &[ProgramResult]) -> Table {
         for c in &r.cells {
             let mut row = vec![
                 Cell::new(if c.system == System::Plain {
-                    "-".to_string()
+                    r.case.to_string()
                 } else {
-                    human_size(r.limit)
+                    format!("{}, {}", r.case, human_size(r.limit))
                 }),
                 Cell::new(c.system.label()),
             ];

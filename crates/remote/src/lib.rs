@@ -13,16 +13,19 @@
 //!   page, write-protect, wake.
 //! * **Memory found and followed** ([`maps`]): the target's private
 //!   anonymous writable mappings are read from `/proc/PID/maps` every
-//!   [`pager::MAPS_INTERVAL`] and registered; their populated pages
-//!   (pagemap) are adopted as resident. Changes to registered memory come
+//!   [`pager::MAPS_INTERVAL`] and, once its anonymous memory has reached
+//!   half the limit, registered; their populated pages (pagemap) are
+//!   adopted as resident. Changes to registered memory come
 //!   as userfaultfd events: `munmap` (`UNMAP`), `madvise` discards
 //!   (`REMOVE`), `mremap` (`REMAP`), `fork` (`FORK`, whose child gets a
 //!   copy of every stored page and is then left to the kernel).
-//! * **Evicted pages dropped in the target** by an injected
-//!   `madvise(MADV_DONTNEED)`: `process_madvise(2)` refuses `MADV_DONTNEED`
-//!   for another process. One thread is stopped per batch of
-//!   [`pager::EVICT_BATCH`] pages, for one call per run of neighbouring
-//!   pages.
+//! * **Evicted pages dropped in the target** by one injected
+//!   `process_madvise(MADV_DONTNEED)` of the target on itself per batch
+//!   (from outside, `process_madvise(2)` refuses that advice; its ranges
+//!   are written to a page uzswap maps in the target; one `madvise` a
+//!   range where the kernel refuses it). Reclaim sweeps the address space
+//!   so that a batch's ranges are a few long spans: each range costs the
+//!   target one round trip with the pager, its `REMOVE` event.
 //! * **Starting a static program** ([`spawn`]): the child stops at its
 //!   `execve` (`PTRACE_TRACEME`), the pager opens its userfaultfd and
 //!   detaches. Between injections the target is not traced: its signals,

@@ -75,11 +75,11 @@ pub fn spawn(
 ) -> std::io::Result<(Child, Result<Pager, PagerError>)> {
     // SAFETY: the closure runs in the forked child before execve and makes
     // one async-signal-safe system call.
+    // A child that cannot be traced (already traced by `strace -f`, a
+    // Yama policy) execs all the same, untraced: it then runs unpaged.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
+            libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
             Ok(())
         });
     }
@@ -87,12 +87,24 @@ pub fn spawn(
     let pid = child.id() as i32;
     // The child stops with SIGTRAP after its execve; an exit is left for
     // its parent to reap.
+    let me = std::process::id() as i32;
     loop {
         match crate::inject::stop_code(pid) {
             Ok(Some(_)) => break,
-            Ok(None) => std::thread::sleep(std::time::Duration::from_micros(100)),
+            Ok(None) => {}
             Err(e) => return Ok((child, Err(e.into()))),
         }
+        if let Some(tracer) = tracer_of(pid) {
+            if tracer != gettid() && tracer != me {
+                let why = if tracer == 0 {
+                    "it could not be traced".to_string()
+                } else {
+                    format!("it is traced by process {tracer} already")
+                };
+                return Ok((child, Err(PagerError::Io(std::io::Error::other(why)))));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
     }
     let pager = set_up(pid, config);
     Ok((child, pager))
@@ -122,4 +134,23 @@ pub fn attach(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
     let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {});
     tracee.detach()?;
     Pager::new(pid, uffd?, config)
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// `TracerPid` of process `pid` (0: none), once it has exec'd: before,
+/// the child is still a copy of this process and not yet asking.
+fn tracer_of(pid: i32) -> Option<i32> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    if exe == std::env::current_exe().ok()? {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .and_then(|v| v.trim().parse().ok())
 }

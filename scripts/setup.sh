@@ -48,6 +48,11 @@ have_any /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu
 [ -x /usr/bin/gcc ] || missing+=(gcc)
 [ -x /usr/bin/sort ] && [ -x /usr/bin/sha256sum ] || missing+=(coreutils)
 [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
+# A Go toolchain (Go's own under /usr/local/go, else the distribution's)
+# and glibc's static libraries: the suite's statically linked programs
+# (go-static, randpage-static), which uzswap pages from outside.
+[ -x /usr/local/go/bin/go ] || [ -x /usr/bin/go ] || missing+=(golang-go)
+have_any /usr/lib/*/libc.a /usr/lib/libc.a || missing+=(libc6-dev)
 # jemalloc, tcmalloc and mimalloc themselves: the run tests link programs
 # with them (jemcheck.c, allocmix.c).
 have_any /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 || missing+=(libjemalloc2)

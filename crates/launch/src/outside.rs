@@ -6,7 +6,7 @@
 //! get the library as usual and share the limit.
 
 use crate::report::{ProcessReport, ProgramStats};
-use crate::run::{children_cpu, new_stats_dir, read_stats_dir, Launch, LaunchError, Outcome};
+use crate::run::{children_cpu, new_stats_dir, Launch, LaunchError, Outcome};
 use remote::{PagerConfig, PagerStats};
 use runtime::RuntimeStats;
 use std::time::Instant;
@@ -228,21 +228,6 @@ impl Launch {
         let status = child
             .wait()
             .map_err(|source| LaunchError::Spawn { cmd: name, source });
-        let elapsed = start.elapsed();
-        let control = controller.map(crate::control::Running::finish);
-        let status = status?;
-        let (user1, sys1) = children_cpu();
-        let (mut processes, unreadable) = read_stats_dir(&dir);
-        processes.extend(report);
-        let _ = std::fs::remove_dir_all(&dir);
-        Ok(Outcome {
-            status,
-            elapsed,
-            user: user1.saturating_sub(user0),
-            sys: sys1.saturating_sub(sys0),
-            processes,
-            unreadable,
-            control,
-        })
+        crate::run::finish(status, start, (user0, sys0), controller, &dir, report)
     }
 }

@@ -190,21 +190,7 @@ impl Launch {
             cmd: self.command.join(" "),
             source,
         });
-        let elapsed = start.elapsed();
-        let control = controller.map(crate::control::Running::finish);
-        let status = status?;
-        let (user1, sys1) = children_cpu();
-        let (processes, unreadable) = read_stats_dir(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        Ok(Outcome {
-            status,
-            elapsed,
-            user: user1.saturating_sub(user0),
-            sys: sys1.saturating_sub(sys0),
-            processes,
-            unreadable,
-            control,
-        })
+        finish(status, start, (user0, sys0), controller, &dir, None)
     }
 
     /// With `--max-slowdown`: starts the controller of the run's shared
@@ -231,6 +217,34 @@ impl Launch {
             .map(Some)
             .map_err(|e| LaunchError::Controller(format!("{}: {e}", path.display())))
     }
+}
+
+/// The end of a run, the program waited for: its status, times and every
+/// process's counters (those in `dir`, and `outside`'s, a process paged
+/// from outside); `dir` is removed.
+pub(crate) fn finish(
+    status: Result<ExitStatus, LaunchError>,
+    start: Instant,
+    (user0, sys0): (Duration, Duration),
+    controller: Option<crate::control::Running>,
+    dir: &Path,
+    outside: Option<ProcessReport>,
+) -> Result<Outcome, LaunchError> {
+    let elapsed = start.elapsed();
+    let control = controller.map(crate::control::Running::finish);
+    let (user1, sys1) = children_cpu();
+    let (mut processes, unreadable) = read_stats_dir(dir);
+    processes.extend(outside);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Outcome {
+        status: status?,
+        elapsed,
+        user: user1.saturating_sub(user0),
+        sys: sys1.saturating_sub(sys0),
+        processes,
+        unreadable,
+        control,
+    })
 }
 
 /// A fresh private folder for a run's per-process counters (and its

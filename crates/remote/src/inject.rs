@@ -18,8 +18,8 @@
 //!
 //! Signals that arrive for the thread while it is stopped are taken out
 //! of the way (the stop that reports them is resumed without them) and
-//! delivered again at detach, so the target never loses one and never
-//! sees one of uzswap's.
+//! sent to it again after detach (`tgkill`), so the target never loses one
+//! and never sees one of uzswap's.
 //!
 //! While it waits for the thread, the caller's `serve` runs every
 //! millisecond: the thread may be blocked in a fault or event of the very
@@ -342,15 +342,23 @@ impl Tracee {
     /// signals held while it was stopped.
     pub fn detach(mut self) -> Result<(), InjectError> {
         self.set_regs(&self.saved)?;
-        let first = self.signals.first().copied().unwrap_or(0);
-        ptrace("DETACH", libc::PTRACE_DETACH, self.tid, 0, first as usize)?;
+        // Resumed with no signal (the stop may be an event stop, where a
+        // signal given to DETACH is dropped); the held ones are sent again.
+        ptrace("DETACH", libc::PTRACE_DETACH, self.tid, 0, 0)?;
         self.attached = false;
-        for &sig in self.signals.iter().skip(1) {
+        self.resend_signals();
+        Ok(())
+    }
+
+    /// Sends the signals held while the thread was stopped to it again,
+    /// in the order they came (their `siginfo` is the kernel's for
+    /// `tgkill`).
+    fn resend_signals(&self) {
+        for &sig in &self.signals {
             // SAFETY: tgkill with integers; the thread may have exited, which
             // loses nothing of ours.
             unsafe { libc::syscall(libc::SYS_tgkill, self.pid, self.tid, sig) };
         }
-        Ok(())
     }
 }
 
@@ -363,8 +371,9 @@ impl Drop for Tracee {
             if self.stopped {
                 let _ = self.set_regs(&self.saved);
             }
-            let first = self.signals.first().copied().unwrap_or(0);
-            if ptrace("DETACH", libc::PTRACE_DETACH, self.tid, 0, first as usize).is_err() {
+            if ptrace("DETACH", libc::PTRACE_DETACH, self.tid, 0, 0).is_ok() {
+                self.resend_signals();
+            } else {
                 reap_traced(self.pid, self.tid);
             }
         }

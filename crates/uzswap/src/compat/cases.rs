@@ -530,14 +530,8 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(CC)],
         quick: Sizes { size: 64 * MIB, limit: 16 * MIB },
         full: Sizes { size: 512 * MIB, limit: 128 * MIB },
-        setup: |ctx| {
-            ctx.put("randpage.c", RANDPAGE_C)?;
-            tool(&[CC, "-O2", "-o", &ctx.path("randpage"), &ctx.path("randpage.c")])
-        },
-        command: |ctx| {
-            let accesses = ctx.size / 4096 * 8;
-            vec![ctx.path("randpage"), ctx.size.to_string(), accesses.to_string()]
-        },
+        setup: |ctx| build_randpage(ctx, &[]),
+        command: randpage_command,
         outputs: &[],
         check_plain_twice: false,
         flags: &[],
@@ -549,14 +543,8 @@ pub const CASES: &[Case] = &[
         needs: &[Need::Program(CC)],
         quick: Sizes { size: 64 * MIB, limit: 16 * MIB },
         full: Sizes { size: 512 * MIB, limit: 128 * MIB },
-        setup: |ctx| {
-            ctx.put("randpage.c", RANDPAGE_C)?;
-            tool(&[CC, "-O2", "-static", "-o", &ctx.path("randpage"), &ctx.path("randpage.c")])
-        },
-        command: |ctx| {
-            let accesses = ctx.size / 4096 * 8;
-            vec![ctx.path("randpage"), ctx.size.to_string(), accesses.to_string()]
-        },
+        setup: |ctx| build_randpage(ctx, &["-static"]),
+        command: randpage_command,
         outputs: &[],
         check_plain_twice: false,
         flags: &[],
@@ -579,6 +567,26 @@ pub const CASES: &[Case] = &[
         flags: &[],
     },
 ];
+
+/// Compiles `randpage.c` (with `flags`: `-static`).
+fn build_randpage(ctx: &Ctx, flags: &[&str]) -> Result<(), String> {
+    ctx.put("randpage.c", RANDPAGE_C)?;
+    let (out, src) = (ctx.path("randpage"), ctx.path("randpage.c"));
+    let mut argv = vec![CC, "-O2"];
+    argv.extend_from_slice(flags);
+    argv.extend(["-o", out.as_str(), src.as_str()]);
+    tool(&argv)
+}
+
+/// `randpage BYTES ACCESSES`: eight accesses a page.
+fn randpage_command(ctx: &Ctx) -> Vec<String> {
+    let accesses = ctx.size / 4096 * 8;
+    vec![
+        ctx.path("randpage"),
+        ctx.size.to_string(),
+        accesses.to_string(),
+    ]
+}
 
 /// Builds `gomem` statically (CGO_ENABLED=0), offline, with the build's
 /// caches in the case's folder.

@@ -65,6 +65,14 @@ impl Pagemap {
         std::fs::File::open(format!("/proc/{pid}/pagemap")).map(Pagemap)
     }
 
+    /// Whether the memory this pagemap was opened on still has users: a
+    /// process that ran `execve` has another now, and the old pagemap
+    /// reads nothing.
+    pub fn alive(&self) -> bool {
+        let mut entry = [0u8; 8];
+        matches!(self.0.read_at(&mut entry, 0), Ok(8))
+    }
+
     /// For each page of `[start, start + pages * PAGE_SIZE)`: whether it
     /// holds data (present, or in the kernel's swap).
     pub fn populated(&self, start: usize, pages: usize) -> io::Result<Vec<bool>> {

@@ -122,6 +122,9 @@ pub struct PagerStats {
     pub adopted_pages: u64,
     /// Forked children given their parent's stored pages.
     pub forks: u64,
+    /// `execve`s of the target followed (a userfaultfd opened in the new
+    /// image).
+    pub execs: u64,
     /// Resident pages now, and at most.
     pub resident_pages: u64,
     pub peak_resident_pages: u64,
@@ -197,6 +200,9 @@ pub struct Pager {
     syscall_insn: u64,
     config_limit_pages: usize,
     charge_pool: bool,
+    /// The target's image is one the pager cannot enter (it is exiting,
+    /// or exec'd into one that would not open a userfaultfd): left alone.
+    image_gone: bool,
     /// The target's memory is registered (it reached half the limit once).
     paging: bool,
     /// Before that: its resident anonymous memory, pages (`RssAnon`).
@@ -248,6 +254,7 @@ impl Pager {
             published_stall_ns: 0,
             paging: false,
             unpaged_pages: 0,
+            image_gone: false,
             shared,
             in_flight: InFlight::default(),
             lingering: Vec::new(),
@@ -812,6 +819,14 @@ impl Pager {
     /// Registers the target's pageable memory not registered yet; its
     /// populated pages become resident.
     fn scan_maps(&mut self) -> Result<(), PagerError> {
+        if self.image_gone {
+            return Ok(());
+        }
+        // The memory the userfaultfd was made for is gone while the
+        // process lives: it ran `execve` (or is exiting).
+        if !self.pagemap.alive() {
+            return self.reopen_after_exec();
+        }
         let Ok(want) = crate::maps::read(self.pid) else {
             return Ok(()); // exiting
         };
@@ -849,6 +864,46 @@ impl Pager {
                     self.set_resident(addr);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// After the target's `execve`: everything known of the old image is
+    /// dropped (its stored pages freed) and a userfaultfd is opened in the
+    /// new one, which is then paged as from the start.
+    fn reopen_after_exec(&mut self) -> Result<(), PagerError> {
+        self.stats.execs += 1;
+        let old: Vec<usize> = self.pages.keys().copied().collect();
+        for addr in old {
+            self.forget(addr);
+        }
+        self.held.clear();
+        self.retry.clear();
+        self.registered.clear();
+        self.lingering.clear();
+        self.scratch = None;
+        self.run_by_run = false;
+        self.paging = false;
+        self.hand = 0;
+        // A process that is exiting has no new image: left alone (so is
+        // one whose new image cannot be entered).
+        self.image_gone = true;
+        let (Ok(insn), Ok(pagemap)) = (find_syscall_insn(self.pid), Pagemap::open(self.pid)) else {
+            return Ok(());
+        };
+        if !pagemap.alive() {
+            return Ok(());
+        }
+        self.syscall_insn = insn;
+        self.pagemap = pagemap;
+        let Some(mut tracee) = self.stop_a_thread() else {
+            return Ok(());
+        };
+        let uffd = uffd::open_in(self.pid, &mut tracee, &mut || {});
+        let _ = tracee.detach();
+        if let Ok(uffd) = uffd {
+            self.uffd = uffd;
+            self.image_gone = false;
         }
         Ok(())
     }

@@ -107,6 +107,45 @@ fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
 }
 
 #[test]
+fn a_static_program_that_execs_is_paged_in_its_new_image_too() {
+    if !is_root() {
+        return; // paged from outside only as root (the test above)
+    }
+    let dir = tempdir("exec");
+    let wrap = compile_static("execwrap", &dir);
+    let check = compile_static("staticcheck", &dir);
+    // execwrap 8 staticcheck 32 4
+    let args = |cmd: &mut Command| {
+        cmd.arg(&wrap).arg("8").arg(&check).args(["32", "4"]);
+    };
+    let mut plain = Command::new("env");
+    args(&mut plain);
+    let plain = plain.output().unwrap();
+    assert!(plain.status.success());
+    let stats = dir.join("stats");
+    let mut paged = Command::new(UZSWAP);
+    paged
+        .args(["run", "--limit", "8M", "--stats-out"])
+        .arg(&stats)
+        .arg("--");
+    args(&mut paged);
+    let out = paged.output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, text(&plain.stdout), "{stderr}");
+    assert!(stdout.starts_with("execwrap: ok\n"), "{stdout}");
+    // The first image holds 8 MiB (2048 pages); the one it execs writes
+    // 64 MiB and more under 8M: only the second can have evicted this much.
+    let r = run_report(&stats);
+    assert!(
+        r.total.runtime.evicted_pages > 8192,
+        "{:?}\n{stderr}",
+        r.total.runtime
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn as_nobody_a_static_program_runs_unpaged_and_says_why() {
     if !is_root() {
         // Already unprivileged: the test above checked this.

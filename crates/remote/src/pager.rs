@@ -945,63 +945,11 @@ impl Pager {
         (self.limit_pages() / 8).max(2 * EVICT_BATCH)
     }
 
-    /// Picks `n` resident pages: the next ones in address order from where
-    /// the last batch stopped (a clock hand over the address space, with
-    /// no referenced bits: as oblivious as first-in first-out, but every
-    /// resident page between two victims is a victim too, so that the
-    /// batch is discarded as a few long ranges, each of which costs the
-    /// target one round trip with the pager, its remove event). Returns
-    /// the victims as runs, and the ranges to discard: spans over victims
-    /// and the empty or stored pages between them, never over a resident
-    /// page that is not a victim, within one registered range.
+    /// Picks `n` resident pages ([`sweep`]) and moves the hand on.
     fn pick_victims(&mut self, n: usize) -> (Vec<Run>, Vec<Span>) {
-        let mut victims = Vec::with_capacity(n);
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let hand = self.hand;
-        // From the hand to the end, then from the start: two sweeps whose
-        // spans never join.
-        for (from, to) in [(hand, usize::MAX), (0, hand)] {
-            let mut span: Option<(usize, usize)> = None;
-            for (&a, &p) in self.pages.range(from..to) {
-                if victims.len() >= n {
-                    break;
-                }
-                if p != Page::Resident {
-                    continue;
-                }
-                victims.push(a);
-                span = match span {
-                    Some((s, _)) if self.same_range(s, a) => Some((s, a + PAGE_SIZE)),
-                    Some(done) => {
-                        spans.push(done);
-                        Some((a, a + PAGE_SIZE))
-                    }
-                    None => Some((a, a + PAGE_SIZE)),
-                };
-            }
-            spans.extend(span);
-            if victims.len() >= n {
-                break;
-            }
-        }
-        self.hand = victims.last().map_or(0, |&a| a + PAGE_SIZE);
-        victims.sort_unstable();
-        spans.sort_unstable();
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        for a in victims {
-            match runs.last_mut() {
-                Some((s, pages)) if *s + *pages * PAGE_SIZE == a => *pages += 1,
-                _ => runs.push((a, 1)),
-            }
-        }
+        let (runs, spans, hand) = sweep(&self.pages, &self.registered, self.hand, n);
+        self.hand = hand;
         (runs, spans)
-    }
-
-    /// Whether `a` and `b` lie in the same registered range.
-    fn same_range(&self, a: usize, b: usize) -> bool {
-        self.registered
-            .iter()
-            .any(|&(s, e)| (s..e).contains(&a) && (s..e).contains(&b))
     }
 
     /// Evicts about `n` pages; returns how many were.
@@ -1351,6 +1299,67 @@ impl Pager {
     }
 }
 
+/// Reclaim's choice: `n` resident pages of `pages`, the next ones in
+/// address order from `hand` (a clock hand over the address space, with no
+/// referenced bits: as oblivious as first-in first-out, but every resident
+/// page between two victims is a victim too, so that the batch is
+/// discarded as a few long ranges, each of which costs the target one
+/// round trip with the pager, its remove event). Returns the victims as
+/// runs; the ranges to discard: spans over victims and the empty or stored
+/// pages between them, never over a resident page that is not a victim,
+/// each within one of the `registered` ranges; and where the hand goes.
+fn sweep(
+    pages: &BTreeMap<usize, Page>,
+    registered: &[Span],
+    hand: usize,
+    n: usize,
+) -> (Vec<Run>, Vec<Span>, usize) {
+    let same_range = |a: usize, b: usize| {
+        registered
+            .iter()
+            .any(|&(s, e)| (s..e).contains(&a) && (s..e).contains(&b))
+    };
+    let mut victims = Vec::with_capacity(n);
+    let mut spans: Vec<Span> = Vec::new();
+    // From the hand to the end, then from the start: two sweeps whose
+    // spans never join.
+    for (from, to) in [(hand, usize::MAX), (0, hand)] {
+        let mut span: Option<Span> = None;
+        for (&a, &p) in pages.range(from..to) {
+            if victims.len() >= n {
+                break;
+            }
+            if p != Page::Resident {
+                continue;
+            }
+            victims.push(a);
+            span = match span {
+                Some((s, _)) if same_range(s, a) => Some((s, a + PAGE_SIZE)),
+                Some(done) => {
+                    spans.push(done);
+                    Some((a, a + PAGE_SIZE))
+                }
+                None => Some((a, a + PAGE_SIZE)),
+            };
+        }
+        spans.extend(span);
+        if victims.len() >= n {
+            break;
+        }
+    }
+    let hand = victims.last().map_or(0, |&a| a + PAGE_SIZE);
+    victims.sort_unstable();
+    spans.sort_unstable();
+    let mut runs: Vec<Run> = Vec::new();
+    for a in victims {
+        match runs.last_mut() {
+            Some((s, pages)) if *s + *pages * PAGE_SIZE == a => *pages += 1,
+            _ => runs.push((a, 1)),
+        }
+    }
+    (runs, spans, hand)
+}
+
 /// The parts of run `(start, pages)` without the pages at `holes`.
 fn split_around((start, pages): (usize, usize), holes: &[usize]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -1407,6 +1416,52 @@ fn add(ranges: &[(usize, usize)], s: usize, e: usize) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pages of a small address space (64 pages in two registered ranges
+    /// with a hole between), each absent, resident or stored.
+    fn address_space() -> impl proptest::strategy::Strategy<Value = BTreeMap<usize, Page>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(0u8..3, 64).prop_map(|kinds| {
+            kinds
+                .into_iter()
+                .enumerate()
+                .filter(|&(i, _)| !(24..32).contains(&i)) // the hole
+                .filter_map(|(i, k)| {
+                    let a = i * PAGE_SIZE;
+                    match k {
+                        0 => None,
+                        1 => Some((a, Page::Resident)),
+                        _ => Some((a, Page::Stored(i as u64))),
+                    }
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// The batch's discard never covers a resident page that is not a
+        /// victim, nor memory outside the registered ranges; it takes as
+        /// many victims as asked for (or every resident page).
+        #[test]
+        fn a_sweep_discards_only_its_victims(pages in address_space(), hand in 0usize..64, n in 1usize..40) {
+            let registered = [(0, 24 * PAGE_SIZE), (32 * PAGE_SIZE, 64 * PAGE_SIZE)];
+            let (runs, spans, next) = sweep(&pages, &registered, hand * PAGE_SIZE, n);
+            let victims: Vec<usize> = runs.iter().flat_map(|&(s, p)| (0..p).map(move |i| s + i * PAGE_SIZE)).collect();
+            let resident = pages.values().filter(|&&p| p == Page::Resident).count();
+            proptest::prop_assert_eq!(victims.len(), n.min(resident));
+            for &v in &victims {
+                proptest::prop_assert_eq!(pages.get(&v), Some(&Page::Resident));
+                proptest::prop_assert!(spans.iter().any(|&(s, e)| (s..e).contains(&v)));
+            }
+            for &(s, e) in &spans {
+                proptest::prop_assert!(registered.iter().any(|&(rs, re)| rs <= s && e <= re), "span {s:#x}..{e:#x}");
+                for (a, &p) in pages.range(s..e) {
+                    proptest::prop_assert!(p != Page::Resident || victims.contains(a), "resident {a:#x} in a span, not a victim");
+                }
+            }
+            proptest::prop_assert!(victims.is_empty() || next > 0);
+        }
+    }
 
     #[test]
     fn a_run_splits_around_its_holes() {

@@ -9,6 +9,8 @@ use crate::report::{ProcessReport, ProgramStats};
 use crate::run::{children_cpu, new_stats_dir, Launch, LaunchError, Outcome};
 use remote::{PagerConfig, PagerStats};
 use runtime::RuntimeStats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Whether `command` names a statically linked program.
@@ -53,6 +55,79 @@ pub fn report_of(
         guard: None,
         runtime,
         swap,
+    }
+}
+
+/// The live counters of a process paged from outside, served where
+/// `uzswap stats PID` looks for the process's own (`RUN_DIR/PID.sock`), by
+/// a thread of this process until dropped.
+struct LiveStats {
+    text: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    path: Option<std::path::PathBuf>,
+}
+
+impl LiveStats {
+    /// Serves process `pid`'s counters (none until the first [`set`]);
+    /// where the socket cannot be made, serves nothing.
+    fn serve(pid: u32) -> Self {
+        let text = Arc::new(Mutex::new(String::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let bound = crate::rundir::run_dir().ok().and_then(|dir| {
+            let path = dir.join(format!("{pid}.sock"));
+            let _ = std::fs::remove_file(&path);
+            let listener = std::os::unix::net::UnixListener::bind(&path).ok()?;
+            listener.set_nonblocking(true).ok()?;
+            Some((path, listener))
+        });
+        let Some((path, listener)) = bound else {
+            return LiveStats {
+                text,
+                stop,
+                thread: None,
+                path: None,
+            };
+        };
+        let (t, s) = (text.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("uzswap/stats".into())
+            .spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((mut conn, _)) => {
+                            let body = t.lock().map(|g| g.clone()).unwrap_or_default();
+                            let _ = std::io::Write::write_all(&mut conn, body.as_bytes());
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
+                }
+            })
+            .ok();
+        LiveStats {
+            text,
+            stop,
+            thread,
+            path: Some(path),
+        }
+    }
+
+    fn set(&self, report: &ProcessReport) {
+        if let Ok(mut g) = self.text.lock() {
+            *g = report.render();
+        }
+    }
+}
+
+impl Drop for LiveStats {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
@@ -133,7 +208,14 @@ impl Attach {
                 .spawn(|| {
                     let mut pager = remote::attach(pid as i32, &config).map_err(outside)?;
                     on_attached();
-                    let ended = pager.run_until(stop).map_err(outside)?;
+                    let live = LiveStats::serve(pid);
+                    let limit = config.limit_bytes;
+                    let ended = pager
+                        .run_until(stop, &mut |p| {
+                            live.set(&report_of(pid, limit, &p.stats(), p.swap_stats()));
+                        })
+                        .map_err(outside)?;
+                    drop(live);
                     let report =
                         report_of(pid, config.limit_bytes, &pager.stats(), pager.swap_stats());
                     let pages_back = match ended {
@@ -187,7 +269,12 @@ impl Launch {
                 let _ = tx.send(child.id());
                 let report = match pager {
                     Ok(mut pager) => {
-                        let r = pager.run();
+                        let live = LiveStats::serve(child.id());
+                        let limit = config.limit_bytes;
+                        let r = pager.run_until(&AtomicBool::new(false), &mut |p| {
+                            live.set(&report_of(child.id(), limit, &p.stats(), p.swap_stats()));
+                        });
+                        drop(live);
                         if let Err(e) = &r {
                             eprintln!(
                                 "uzswap: paging {} from outside failed: {e}; it is stopped",

@@ -47,6 +47,8 @@ pub const EVICT_GROUP: usize = 16;
 /// Bytes of the target's scratch page: the ranges of one batch
 /// (16 bytes each) fit.
 const SCRATCH_BYTES: usize = (EVICT_BATCH + EVICT_GROUP) * 16;
+/// How often [`Pager::run_until`]'s `tick` runs.
+pub const TICK: Duration = Duration::from_millis(250);
 /// How long the pager polls without sleeping after an event.
 const SPIN_AFTER_EVENT: Duration = Duration::from_micros(200);
 /// How often the target's mappings are read for new memory.
@@ -270,13 +272,20 @@ impl Pager {
 
     /// Serves the target until it exits. Returns the counters.
     pub fn run(&mut self) -> Result<(), PagerError> {
-        self.run_until(&AtomicBool::new(false)).map(|_| ())
+        self.run_until(&AtomicBool::new(false), &mut |_| {})
+            .map(|_| ())
     }
 
     /// Serves the target until it exits ([`Ended::Exited`]) or `stop` is
     /// set ([`Ended::Stopped`]: the target runs on, still paged until
     /// [`Pager::release`]).
-    pub fn run_until(&mut self, stop: &AtomicBool) -> Result<Ended, PagerError> {
+    /// `tick` sees the pager every [`TICK`] (live counters).
+    pub fn run_until(
+        &mut self,
+        stop: &AtomicBool,
+        tick: &mut dyn FnMut(&Pager),
+    ) -> Result<Ended, PagerError> {
+        let mut last_tick = Instant::now();
         let mut last_scan = Instant::now() - MAPS_INTERVAL;
         let mut last_event = Instant::now();
         loop {
@@ -325,6 +334,10 @@ impl Pager {
                 .retain(|&tid| !crate::inject::detach_when_stopped(pid, tid));
             self.reclaim()?;
             self.publish();
+            if last_tick.elapsed() >= TICK {
+                last_tick = Instant::now();
+                tick(self);
+            }
         }
     }
 

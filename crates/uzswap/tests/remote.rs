@@ -146,6 +146,41 @@ fn a_static_program_that_execs_is_paged_in_its_new_image_too() {
 }
 
 #[test]
+fn uzswap_stats_reads_a_static_programs_live_counters() {
+    use std::process::Stdio;
+    if !is_root() {
+        return; // paged from outside only as root
+    }
+    let dir = tempdir("stats");
+    let bin = compile_static("statichold", &dir);
+    let mut run = Command::new(UZSWAP)
+        .args(["run", "-q", "--limit", "8M", "--"])
+        .arg(&bin)
+        .arg("32")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, pid) = ready_pid(&mut run);
+    // Its counters as `uzswap stats` reads them, once they show the eviction.
+    let mut last = String::new();
+    let paged = wait_for(30, || {
+        let out = Command::new(UZSWAP)
+            .args(["stats", "--raw", &pid.to_string()])
+            .output()
+            .unwrap();
+        last = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        let evicted = launch::report::ProcessReport::parse(&text(&out.stdout))
+            .map_or(0, |r| r.runtime.evicted_pages);
+        out.status.success() && evicted > 4096
+    });
+    assert!(paged, "uzswap stats {pid}: {last}");
+    let rest = release_held(run, lines);
+    assert_eq!(rest.last().map(String::as_str), Some("ok"), "{rest:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn as_nobody_a_static_program_runs_unpaged_and_says_why() {
     if !is_root() {
         // Already unprivileged: the test above checked this.

@@ -131,6 +131,21 @@ impl Drop for LiveStats {
     }
 }
 
+/// After a pager error on a running process: every page back, or, where
+/// that fails too, the process killed (it would read zeros where its
+/// stored pages were).
+fn give_back_or_kill(pid: u32, pager: remote::Pager) {
+    if let Err(e) = pager.release() {
+        kill_for_lost_pages(pid, &e);
+    }
+}
+
+fn kill_for_lost_pages(pid: u32, e: &remote::PagerError) {
+    eprintln!("uzswap: process {pid}'s pages could not all be given back ({e}): it is stopped");
+    // SAFETY: kill with integers.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+}
+
 /// The pager's settings from a run's: the store's, the limit, and the
 /// shared-limit file through which a controller moves it.
 fn pager_config(
@@ -210,16 +225,30 @@ impl Attach {
                     on_attached();
                     let live = LiveStats::serve(pid);
                     let limit = config.limit_bytes;
-                    let ended = pager
-                        .run_until(stop, &mut |p| {
-                            live.set(&report_of(pid, limit, &p.stats(), p.swap_stats()));
-                        })
-                        .map_err(outside)?;
+                    let ended = pager.run_until(stop, &mut |p| {
+                        live.set(&report_of(pid, limit, &p.stats(), p.swap_stats()));
+                    });
                     drop(live);
                     let report =
                         report_of(pid, config.limit_bytes, &pager.stats(), pager.swap_stats());
+                    let ended = match ended {
+                        Ok(ended) => ended,
+                        Err(e) => {
+                            // The process runs on: its pages go back before
+                            // the error is told (closing the userfaultfd
+                            // with pages stored would leave zeros there).
+                            give_back_or_kill(pid, pager);
+                            return Err(outside(e));
+                        }
+                    };
                     let pages_back = match ended {
-                        remote::Ended::Stopped => pager.release().map_err(outside)?,
+                        remote::Ended::Stopped => match pager.release() {
+                            Ok(n) => n,
+                            Err(e) => {
+                                kill_for_lost_pages(pid, &e);
+                                return Err(outside(e));
+                            }
+                        },
                         remote::Ended::Exited => 0,
                     };
                     Ok((ended, pages_back, report))

@@ -42,6 +42,10 @@ pub enum InjectError {
     NoSyscallInstruction(i32),
     #[error("thread {tid} did not stop within {waited:?}")]
     Timeout { tid: i32, waited: Duration },
+    #[error("thread {tid} got signal {sig} at the injected `syscall` instruction")]
+    NoSyscallThere { tid: i32, sig: i32 },
+    #[error("thread {0} kept receiving signals instead of making the injected call")]
+    Signals(i32),
     #[error("reading process {pid}'s {what}: {source}")]
     Read {
         pid: i32,
@@ -53,6 +57,8 @@ pub enum InjectError {
 const PTRACE_EVENT_STOP: i32 = 128;
 /// How long a thread may take to stop or to finish an injected call.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Signals held during one injected call past which it is given up.
+const MAX_HELD_SIGNALS: usize = 64;
 /// How long a wait for a stop spins before it sleeps between looks.
 const SPIN: Duration = Duration::from_millis(2);
 
@@ -331,8 +337,18 @@ impl Tracee {
                     // A trap of the program's own before the step: hold it.
                     self.signals.push(libc::SIGTRAP);
                 }
+                Stop::Signal(sig @ (libc::SIGSEGV | libc::SIGBUS | libc::SIGILL))
+                    if self.regs()?.rip == self.syscall_insn =>
+                {
+                    // The instruction itself faults: no `syscall` there (the
+                    // process ran `execve`, its vDSO moved). Never retried.
+                    return Err(InjectError::NoSyscallThere { tid: self.tid, sig });
+                }
                 Stop::Signal(sig) => self.signals.push(sig),
                 Stop::Interrupt => {}
+            }
+            if self.signals.len() > MAX_HELD_SIGNALS {
+                return Err(InjectError::Signals(self.tid));
             }
             ptrace("SINGLESTEP", libc::PTRACE_SINGLESTEP, self.tid, 0, 0)?;
         }

@@ -994,6 +994,15 @@ impl Pager {
             self.undo(&runs, false);
             return Ok(0);
         };
+        // A thread of a new image (the process ran `execve` since the last
+        // look): nothing of the old one to evict; the next scan follows
+        // the exec. While the thread is stopped the image cannot change.
+        if !self.pagemap.alive() {
+            let _ = tracee.detach();
+            self.in_flight.spans.clear();
+            self.in_flight.pulled.clear();
+            return Ok(0);
+        }
         self.stats.injections += 1;
         // The stopped thread's rseq area stays: the kernel writes it when
         // the thread leaves its stop for the injected call.

@@ -42,11 +42,9 @@ use zswap::Swap;
 /// Pages evicted together (one protection, one read, one store and one
 /// injection per batch).
 pub const EVICT_BATCH: usize = 256;
-/// Pages evicted together with the oldest of them: an aligned 64 KiB.
-pub const EVICT_GROUP: usize = 16;
-/// Bytes of the target's scratch page: the ranges of one batch
-/// (16 bytes each) fit.
-const SCRATCH_BYTES: usize = (EVICT_BATCH + EVICT_GROUP) * 16;
+/// Bytes of the target's scratch page: the ranges of one batch (16 bytes
+/// each, at most one a victim) fit.
+const SCRATCH_BYTES: usize = EVICT_BATCH * 16;
 /// How often [`Pager::run_until`]'s `tick` runs.
 pub const TICK: Duration = Duration::from_millis(250);
 /// How long the pager polls without sleeping after an event.

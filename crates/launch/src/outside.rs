@@ -76,8 +76,7 @@ impl LiveStats {
         let stop = Arc::new(AtomicBool::new(false));
         let bound = crate::rundir::run_dir().ok().and_then(|dir| {
             let path = dir.join(format!("{pid}.sock"));
-            let _ = std::fs::remove_file(&path);
-            let listener = std::os::unix::net::UnixListener::bind(&path).ok()?;
+            let listener = crate::rundir::bind_stats_socket(&path)?;
             listener.set_nonblocking(true).ok()?;
             Some((path, listener))
         });

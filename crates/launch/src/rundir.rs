@@ -128,6 +128,19 @@ pub fn own_socket_path() -> Result<PathBuf, RunDirError> {
     Ok(run_dir()?.join(format!("{}.sock", std::process::id())))
 }
 
+/// Listens on the live-stats socket `path` (one left by a process that
+/// died is replaced), which only this user may connect to (mode 0600, in
+/// a folder of mode 0700). `None` where it cannot be made so.
+pub fn bind_stats_socket(path: &Path) -> Option<std::os::unix::net::UnixListener> {
+    let _ = std::fs::remove_file(path);
+    let listener = std::os::unix::net::UnixListener::bind(path).ok()?;
+    if std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).is_err() {
+        let _ = std::fs::remove_file(path);
+        return None;
+    }
+    Some(listener)
+}
+
 /// A new folder for one run's counters (and its shared-limit file), in
 /// this user's run folder: `RUN_DIR/PREFIX-PID-NANOS`, made with mode
 /// 0700 by `mkdir` (an existing one is an error, never reused). The

@@ -8,7 +8,6 @@ use crate::regions;
 use launch::report::{ProcessReport, ProgramStats};
 use launch::settings::env;
 use std::io::Write;
-use std::os::unix::net::UnixListener;
 
 /// Every counter: the program's regions, the guard's, the runtime's, the
 /// swap store's. `None` before the runtime has started.
@@ -38,16 +37,9 @@ pub fn start_server() {
     let Ok(path) = launch::rundir::own_socket_path() else {
         return;
     };
-    let _ = std::fs::remove_file(&path);
-    let Ok(listener) = UnixListener::bind(&path) else {
+    let Some(listener) = launch::rundir::bind_stats_socket(&path) else {
         return;
     };
-    // Only the user may connect (the folder is 0700 too).
-    if std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).is_err()
-    {
-        let _ = std::fs::remove_file(&path);
-        return;
-    }
     let _ = std::thread::Builder::new()
         .name("uzswap/stats".into())
         .spawn(move || {

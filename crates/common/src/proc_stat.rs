@@ -3,6 +3,9 @@
 /// What uzswap reads of a process's `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
+    /// Its state (field 3): `R`, `S`, `D`, `T`, `t`, `Z` (a zombie), `X`
+    /// (dead)…
+    pub state: char,
     /// Its process group (field 5).
     pub pgrp: i32,
     /// When it started, in clock ticks since boot (field 22).
@@ -11,7 +14,7 @@ pub struct ProcStat {
     pub rss_pages: u64,
 }
 
-/// Process `pid`'s stat; `None` where it cannot be read (the process is
+/// Process (or thread) `pid`'s stat; `None` where it cannot be read (it is
 /// gone) or parsed.
 pub fn read(pid: u32) -> Option<ProcStat> {
     parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
@@ -24,6 +27,7 @@ pub fn parse(text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
     let field = |n: usize| fields.get(n - 3).copied();
     Some(ProcStat {
+        state: field(3)?.chars().next()?,
         pgrp: field(5)?.parse().ok()?,
         start_ticks: field(22)?.parse().ok()?,
         rss_pages: field(24)?.parse().ok()?,
@@ -42,6 +46,7 @@ mod tests {
         assert_eq!(
             parse(line),
             Some(ProcStat {
+                state: 'S',
                 pgrp: 4000,
                 start_ticks: 123456,
                 rss_pages: 2560,

@@ -145,13 +145,7 @@ pub fn stop_code(tid: i32) -> Result<Option<i32>, InjectError> {
 
 /// Whether thread `tid` is gone or a zombie.
 fn thread_dead(tid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{tid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_none_or(|state| state == "Z" || state == "X"),
-        Err(_) => true,
-    }
+    common::proc_stat::read(tid as u32).is_none_or(|s| matches!(s.state, 'Z' | 'X'))
 }
 
 /// Waits for the next stop of `tid`, running `serve` every millisecond

@@ -3,7 +3,7 @@
 //! from another terminal.
 
 use crate::compat::human_size;
-use crate::run::{percent_arg, RuntimeArgs, DEFAULT_MAX_SLOWDOWN};
+use crate::run::{percent_arg, RuntimeArgs};
 use clap::Args;
 use launch::report::{self, RunReport, RunStats};
 use std::path::PathBuf;
@@ -46,13 +46,8 @@ fn marker(pid: u32) -> Result<PathBuf, String> {
 }
 
 pub fn attach(a: &AttachArgs) -> Result<(), String> {
-    let max_slowdown = a
-        .max_slowdown
-        .or_else(|| a.runtime.limit.is_none().then_some(DEFAULT_MAX_SLOWDOWN));
-    let mut settings = a.runtime.settings()?;
-    if max_slowdown.is_some() && a.runtime.limit.is_none() {
-        settings.limit_bytes = launch::settings::machine_ram_bytes();
-    }
+    let max_slowdown = a.runtime.max_slowdown(a.max_slowdown);
+    let settings = a.runtime.settings_for(a.max_slowdown)?;
     let job = launch::outside::Attach {
         settings: settings.clone(),
         max_slowdown,

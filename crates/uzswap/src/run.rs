@@ -348,17 +348,31 @@ impl RunArgs {
     /// --limit the default (not with --per-process-limit, whose limits a
     /// controller cannot move).
     pub fn max_slowdown(&self) -> Option<f64> {
-        self.max_slowdown.or_else(|| {
-            (self.runtime.limit.is_none() && !self.runtime.per_process_limit)
-                .then_some(DEFAULT_MAX_SLOWDOWN)
+        self.runtime.max_slowdown(self.max_slowdown)
+    }
+
+    /// The settings of the run's runtimes ([`RuntimeArgs::settings_for`]).
+    pub fn settings(&self) -> Result<Settings, String> {
+        self.runtime.settings_for(self.max_slowdown)
+    }
+}
+
+impl RuntimeArgs {
+    /// The slowdown the limit is found for: `asked` (--max-slowdown), or
+    /// without --limit the default (not with --per-process-limit, whose
+    /// limits a controller cannot move).
+    pub fn max_slowdown(&self, asked: Option<f64>) -> Option<f64> {
+        asked.or_else(|| {
+            (self.limit.is_none() && !self.per_process_limit).then_some(DEFAULT_MAX_SLOWDOWN)
         })
     }
 
-    /// The settings of the run's runtimes: where the limit is found and
-    /// no --limit is given, the ceiling is this machine's memory.
-    pub fn settings(&self) -> Result<Settings, String> {
-        let mut s = self.runtime.settings()?;
-        if self.max_slowdown().is_some() && self.runtime.limit.is_none() {
+    /// The settings, where the limit is found for `asked` or the default
+    /// slowdown and no --limit is given with this machine's memory as the
+    /// ceiling.
+    pub fn settings_for(&self, asked: Option<f64>) -> Result<Settings, String> {
+        let mut s = self.settings()?;
+        if self.max_slowdown(asked).is_some() && self.limit.is_none() {
             s.limit_bytes = launch::settings::machine_ram_bytes();
         }
         Ok(s)

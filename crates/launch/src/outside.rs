@@ -6,8 +6,10 @@
 //! get the library as usual and share the limit.
 
 use crate::report::{ProcessReport, ProgramStats};
-use crate::run::{children_cpu, new_stats_dir, Launch, LaunchError, Outcome};
-use remote::{PagerConfig, PagerStats};
+use crate::run::{
+    children_cpu, new_stats_dir, shared_limit_path, start_controller, Launch, LaunchError, Outcome,
+};
+use remote::PagerConfig;
 use runtime::RuntimeStats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,12 +25,8 @@ pub fn is_static_command(command: &[String]) -> bool {
 
 /// The report of a process paged from outside, in the preloaded
 /// processes' form.
-pub fn report_of(
-    pid: u32,
-    limit_bytes: usize,
-    p: &PagerStats,
-    swap: zswap::Stats,
-) -> ProcessReport {
+pub fn report_of(pid: u32, limit_bytes: usize, pager: &remote::Pager) -> ProcessReport {
+    let (p, swap) = (&pager.stats(), pager.swap_stats());
     let program = ProgramStats {
         pid: pid as u64,
         limit_bytes: limit_bytes as u64,
@@ -199,20 +197,9 @@ impl Attach {
     ) -> Result<AttachOutcome, LaunchError> {
         self.settings.validate()?;
         let dir = new_stats_dir("uzswap-attach")?;
-        let launch = Launch {
-            settings: self.settings.clone(),
-            library: std::path::PathBuf::new(),
-            command: Vec::new(),
-            per_process_limit: false,
-            max_slowdown: self.max_slowdown,
-        };
-        let shared = self
-            .settings
-            .shared_limit_file
-            .clone()
-            .unwrap_or_else(|| dir.join("shared-limit"));
+        let shared = shared_limit_path(&self.settings, &dir);
         let config = pager_config(&self.settings, Some(shared));
-        let controller = launch.start_controller(&dir)?;
+        let controller = start_controller(self.max_slowdown, &self.settings, &dir)?;
         let start = Instant::now();
         let pid = self.pid;
         let outside = |source| LaunchError::Outside { pid, source };
@@ -225,11 +212,10 @@ impl Attach {
                     let live = LiveStats::serve(pid);
                     let limit = config.limit_bytes;
                     let ended = pager.run_until(stop, &mut |p| {
-                        live.set(&report_of(pid, limit, &p.stats(), p.swap_stats()));
+                        live.set(&report_of(pid, limit, p));
                     });
                     drop(live);
-                    let report =
-                        report_of(pid, config.limit_bytes, &pager.stats(), pager.swap_stats());
+                    let report = report_of(pid, config.limit_bytes, &pager);
                     let ended = match ended {
                         Ok(ended) => ended,
                         Err(e) => {
@@ -278,11 +264,7 @@ impl Launch {
         self.settings.validate()?;
         let dir = new_stats_dir("uzswap-run")?;
         let cmd = self.command(&dir)?;
-        let shared = self
-            .settings
-            .shared_limit_file
-            .clone()
-            .unwrap_or_else(|| dir.join("shared-limit"));
+        let shared = shared_limit_path(&self.settings, &dir);
         let controller = self.start_controller(&dir)?;
         let config = pager_config(&self.settings, (!self.per_process_limit).then_some(shared));
         let (user0, sys0) = children_cpu();
@@ -300,7 +282,7 @@ impl Launch {
                         let live = LiveStats::serve(child.id());
                         let limit = config.limit_bytes;
                         let r = pager.run_until(&AtomicBool::new(false), &mut |p| {
-                            live.set(&report_of(child.id(), limit, &p.stats(), p.swap_stats()));
+                            live.set(&report_of(child.id(), limit, p));
                         });
                         drop(live);
                         if let Err(e) = &r {
@@ -312,12 +294,7 @@ impl Launch {
                             // wait forever on a page nobody serves.
                             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
                         }
-                        Some(report_of(
-                            child.id(),
-                            config.limit_bytes,
-                            &pager.stats(),
-                            pager.swap_stats(),
-                        ))
+                        Some(report_of(child.id(), config.limit_bytes, &pager))
                     }
                     Err(e) => {
                         eprintln!("uzswap: {} runs unpaged: {e}", child.id());

@@ -158,8 +158,8 @@ impl Launch {
         };
         cmd.env("LD_PRELOAD", preload);
         let mut settings = self.settings.clone();
-        if !self.per_process_limit && settings.shared_limit_file.is_none() {
-            settings.shared_limit_file = Some(stats_dir.join("shared-limit"));
+        if !self.per_process_limit {
+            settings.shared_limit_file = Some(shared_limit_path(&self.settings, stats_dir));
         }
         for (k, v) in settings.to_vars() {
             cmd.env(k, v);
@@ -199,24 +199,39 @@ impl Launch {
         &self,
         dir: &Path,
     ) -> Result<Option<crate::control::Running>, LaunchError> {
-        let Some(slowdown) = self.max_slowdown else {
-            return Ok(None);
-        };
-        if self.per_process_limit {
+        if self.per_process_limit && self.max_slowdown.is_some() {
             return Err(LaunchError::Controller(
                 "--max-slowdown moves the limit the run's processes share: not with --per-process-limit".into(),
             ));
         }
-        let path = self
-            .settings
-            .shared_limit_file
-            .clone()
-            .unwrap_or_else(|| dir.join("shared-limit"));
-        let controller = crate::control::Controller::new(slowdown, self.settings.limit_bytes);
-        crate::control::Running::start(controller, &path)
-            .map(Some)
-            .map_err(|e| LaunchError::Controller(format!("{}: {e}", path.display())))
+        start_controller(self.max_slowdown, &self.settings, dir)
     }
+}
+
+/// The run's shared-limit file: the one the settings name, else
+/// `shared-limit` in the run's folder `dir`.
+pub(crate) fn shared_limit_path(settings: &Settings, dir: &Path) -> PathBuf {
+    settings
+        .shared_limit_file
+        .clone()
+        .unwrap_or_else(|| dir.join("shared-limit"))
+}
+
+/// With a slowdown to keep: starts the controller of the shared limit
+/// ([`shared_limit_path`]) under the settings' limit, the ceiling.
+pub(crate) fn start_controller(
+    max_slowdown: Option<f64>,
+    settings: &Settings,
+    dir: &Path,
+) -> Result<Option<crate::control::Running>, LaunchError> {
+    let Some(slowdown) = max_slowdown else {
+        return Ok(None);
+    };
+    let path = shared_limit_path(settings, dir);
+    let controller = crate::control::Controller::new(slowdown, settings.limit_bytes);
+    crate::control::Running::start(controller, &path)
+        .map(Some)
+        .map_err(|e| LaunchError::Controller(format!("{}: {e}", path.display())))
 }
 
 /// The end of a run, the program waited for: its status, times and every

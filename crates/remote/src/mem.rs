@@ -18,16 +18,7 @@ pub fn read(pid: i32, addr: usize, buf: &mut [u8]) -> io::Result<()> {
     // SAFETY: one local iovec over `buf`, which we own mutably; the remote
     // one is only an address in the other process.
     let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if n as usize != buf.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "range unmapped while read",
-        ));
-    }
-    Ok(())
+    whole(n, buf.len())
 }
 
 /// Writes `buf` at `addr` in process `pid`.
@@ -43,11 +34,20 @@ pub fn write(pid: i32, addr: usize, buf: &[u8]) -> io::Result<()> {
     // SAFETY: one local iovec over `buf`, only read by the call; the remote
     // one is only an address in the other process.
     let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    whole(n, buf.len())
+}
+
+/// A `process_vm_readv`/`writev` result: all `len` bytes moved, or the
+/// error (a short transfer: the range was unmapped meanwhile).
+fn whole(n: isize, len: usize) -> io::Result<()> {
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    if n as usize != buf.len() {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short write"));
+    if n as usize != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "range unmapped meanwhile",
+        ));
     }
     Ok(())
 }

@@ -68,6 +68,18 @@ pub struct PagerConfig {
     pub charge_pool: bool,
 }
 
+/// Whether `fd` is readable now.
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, 0) };
+    p.revents != 0
+}
+
 /// Pages from an address: `(start, pages)`.
 type Run = (usize, usize);
 /// An address range: `(start, end)`.
@@ -266,12 +278,6 @@ impl Pager {
             held: HashMap::new(),
             fatal: None,
         })
-    }
-
-    /// Serves the target until it exits. Returns the counters.
-    pub fn run(&mut self) -> Result<(), PagerError> {
-        self.run_until(&AtomicBool::new(false), &mut |_| {})
-            .map(|_| ())
     }
 
     /// Serves the target until it exits ([`Ended::Exited`]) or `stop` is
@@ -488,25 +494,12 @@ impl Pager {
 
     /// Whether an event (a fault) is queued on the userfaultfd now.
     fn faults_pending(&self) -> bool {
-        let mut fd = libc::pollfd {
-            fd: self.uffd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut fd, 1, 0) };
-        fd.revents != 0
+        readable(self.uffd.as_raw_fd())
     }
 
+    /// Whether the target has exited (its pidfd is readable).
     fn target_gone(&self) -> bool {
-        let mut fd = libc::pollfd {
-            fd: self.pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut fd, 1, 0) };
-        fd.revents != 0
+        readable(self.pidfd.as_raw_fd())
     }
 
     fn serve(&mut self, event: Event) {
@@ -708,7 +701,7 @@ impl Pager {
                 {
                     // Its discard is already on its way: the kernel's write
                     // is lost with the page. Never seen with the rseq area
-                    // left out of batches; counted so that tests can tell.
+                    // left out of batches; counted in the pager's stats.
                     self.stats.tracee_write_conflicts += 1;
                 }
                 let _ = self.swap.free(slot);

@@ -5,7 +5,6 @@
 
 use crate::inject::{find_syscall_insn, Tracee};
 use crate::pager::{Pager, PagerConfig, PagerError};
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -17,40 +16,20 @@ const PT_INTERP: u32 = 3;
 /// (statically linked: Go's default, musl builds), which an LD_PRELOAD
 /// library cannot enter. Scripts and dynamic executables are not.
 pub fn is_static(path: &Path) -> std::io::Result<bool> {
-    let mut f = std::fs::File::open(path)?;
-    let mut head = vec![0u8; 4096];
-    let n = f.read(&mut head)?;
-    head.truncate(n);
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path)?;
+    let mut head = [0u8; 64];
+    if f.read_at(&mut head, 0)? < head.len() || &head[..4] != b"\x7fELF" || head[4] != 2 {
         return Ok(false);
     }
     let u16_at = |o: usize| u16::from_le_bytes([head[o], head[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(head[0x20..0x28].try_into().unwrap_or_default()) as usize;
+    let phoff = u64::from_le_bytes(head[0x20..0x28].try_into().unwrap_or_default());
     let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
-    let mut interp = false;
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        if o + 4 > head.len() {
-            // Program headers past the first page: read them properly.
-            return is_static_slow(path, phoff, phentsize, phnum);
-        }
-        interp |= u32::from_le_bytes(head[o..o + 4].try_into().unwrap_or_default()) == PT_INTERP;
-    }
-    Ok(!interp)
-}
-
-fn is_static_slow(
-    path: &Path,
-    phoff: usize,
-    phentsize: usize,
-    phnum: usize,
-) -> std::io::Result<bool> {
-    let all = std::fs::read(path)?;
-    Ok(!(0..phnum).any(|i| {
-        let o = phoff + i * phentsize;
-        all.get(o..o + 4)
-            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap_or_default()) == PT_INTERP)
-    }))
+    let mut headers = vec![0u8; phentsize * phnum];
+    f.read_exact_at(&mut headers, phoff)?;
+    Ok(!headers
+        .chunks_exact(phentsize.max(4))
+        .any(|h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) == PT_INTERP))
 }
 
 /// `program` as `execvp` finds it.

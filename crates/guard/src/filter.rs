@@ -493,6 +493,70 @@ fn emit_block(asm: &mut Asm, spec: &FilterSpec, shape: Block) {
     ip_check(asm, spec.trampoline_ip);
 }
 
+/// `SECCOMP_RET_USER_NOTIF`: the call waits for a supervisor's answer on
+/// the filter's listener.
+pub const RET_USER_NOTIF: u32 = 0x7fc0_0000;
+
+/// A filter for a supervisor in another process (the out-of-process
+/// pager, which cannot run a SIGSYS handler in its target): every x86_64
+/// call that has a rule is sent to the listener (`RET_USER_NOTIF`) when
+/// one of its direct pointer arguments is not null, or always when it
+/// reaches memory through memory; so are `clone`, `clone3` and
+/// `sigaltstack` (never trapped in-process, where they could not be
+/// re-issued from a handler; a supervisor only looks at them). The pointer
+/// values are not compared with any range: the supervisor's registered
+/// memory changes as the program runs, a filter cannot. Everything else,
+/// and every other architecture, is allowed.
+pub fn build_notify() -> Result<Vec<SockFilter>, GuardError> {
+    let always = [nr::CLONE, nr::CLONE3, nr::SIGALTSTACK];
+    let mut entries: Vec<(i64, Option<u8>)> = Vec::new();
+    for &(n, _) in nr::ALL {
+        let mask = match trap_rule(n) {
+            _ if always.contains(&n) => Some(None),
+            TrapRule::Never => None,
+            TrapRule::DirectPointers(m) => Some(Some(m)),
+            TrapRule::Indirect(_) => Some(None),
+        };
+        if let Some(m) = mask {
+            entries.push((n, m));
+        }
+    }
+    entries.sort_by_key(|&(n, _)| n);
+    let mut shapes: Vec<Option<u8>> = entries.iter().map(|&(_, m)| m).collect();
+    shapes.sort();
+    shapes.dedup();
+    let mut asm = Asm::new();
+    let labels: Vec<Label> = shapes.iter().map(|_| asm.label()).collect();
+    let label_of = |m: Option<u8>| labels[shapes.iter().position(|&s| s == m).unwrap_or(0)];
+    let x86 = asm.label();
+    asm.ld(OFF_ARCH);
+    asm.jeq(AUDIT_ARCH_X86_64, Target::To(x86), Target::Next);
+    asm.ret(RET_ALLOW);
+    asm.bind(x86);
+    asm.ld(OFF_NR);
+    let table: Vec<(u32, Label)> = entries
+        .iter()
+        .map(|&(n, m)| (n as u32, label_of(m)))
+        .collect();
+    dispatch(&mut asm, &table);
+    for (i, &shape) in shapes.iter().enumerate() {
+        asm.bind(labels[i]);
+        let notify = asm.label();
+        match shape {
+            None => asm.ja(notify),
+            Some(mask) => {
+                for i in (0..6u8).filter(|i| mask & (1 << i) != 0) {
+                    arg_nonzero(&mut asm, i, notify);
+                }
+                asm.ret(RET_ALLOW);
+            }
+        }
+        asm.bind(notify);
+        asm.ret(RET_USER_NOTIF);
+    }
+    asm.finish()
+}
+
 /// The executable mappings of the C library (from `/proc/self/maps`), found
 /// through the address of `writev`. Not async-signal-safe (reads a file).
 pub fn code_ranges_of_libc() -> Vec<Range<usize>> {
@@ -929,5 +993,32 @@ mod tests {
         }
         println!("longest path with all-zero arguments: {worst} instructions");
         assert!(worst < 60);
+    }
+
+    #[test]
+    fn the_notify_filter_sends_calls_with_pointers_and_allows_the_rest() {
+        let prog = build_notify().unwrap();
+        let x86 = AUDIT_ARCH_X86_64;
+        let run = |nr: i64, args: [u64; 6]| run(&prog, nr, x86, 0x40_1000, args);
+        // A buffer, whatever its address.
+        assert_eq!(run(nr::READ, [0, 0x1000, 8, 0, 0, 0]), RET_USER_NOTIF);
+        assert_eq!(
+            run(nr::WRITE, [1, 0x7fff_0000_0000, 8, 0, 0, 0]),
+            RET_USER_NOTIF
+        );
+        // No pointer: nothing for the supervisor.
+        assert_eq!(run(nr::READ, [0, 0, 8, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(run(nr::GETPID, [0; 6]), RET_ALLOW);
+        // Through memory, and the calls a handler cannot re-issue.
+        assert_eq!(run(nr::WRITEV, [1, 0, 0, 0, 0, 0]), RET_USER_NOTIF);
+        for n in [nr::CLONE, nr::CLONE3, nr::SIGALTSTACK] {
+            assert_eq!(run(n, [0; 6]), RET_USER_NOTIF, "{n}");
+        }
+        assert_eq!(run(nr::RT_SIGRETURN, [0; 6]), RET_ALLOW);
+        // Another architecture (int 0x80) is not the table's.
+        assert_eq!(
+            super::run(&prog, nr::READ, 0x4000_0003, 0, [0, 0x1000, 8, 0, 0, 0]),
+            RET_ALLOW
+        );
     }
 }

@@ -294,11 +294,15 @@ impl Launch {
                             // wait forever on a page nobody serves.
                             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
                         }
-                        Some(report_of(child.id(), config.limit_bytes, &pager))
+                        let report = report_of(child.id(), config.limit_bytes, &pager);
+                        (Some(report), pager.into_listener())
                     }
-                    Err(e) => {
-                        eprintln!("uzswap: {} runs unpaged: {e}", child.id());
-                        None
+                    Err(unpaged) => {
+                        eprintln!("uzswap: {} runs unpaged: {}", child.id(), unpaged.why);
+                        if let Some(listener) = &unpaged.listener {
+                            listener.allow_while_running(child.id() as i32);
+                        }
+                        (None, unpaged.listener)
                     }
                 };
                 Ok::<_, std::io::Error>((child, report))
@@ -313,13 +317,18 @@ impl Launch {
         let joined = pager
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the pager's thread panicked")));
-        let (mut child, report) = joined.map_err(|source| LaunchError::Spawn {
+        let (mut child, (report, listener)) = joined.map_err(|source| LaunchError::Spawn {
             cmd: name.clone(),
             source,
         })?;
         let status = child
             .wait()
             .map_err(|source| LaunchError::Spawn { cmd: name, source });
+        // Children the program left running still make calls the filter
+        // sends here: answered until they have all exited.
+        if let Some(listener) = listener {
+            listener.allow_until_hung_up();
+        }
         crate::run::finish(status, start, (user0, sys0), controller, &dir, report)
     }
 }

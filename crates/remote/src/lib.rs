@@ -64,8 +64,10 @@ pub mod inject;
 pub mod maps;
 pub mod mem;
 pub mod pager;
+pub mod pins;
+pub mod seccomp;
 pub mod spawn;
 pub mod uffd;
 
 pub use pager::{Ended, Pager, PagerConfig, PagerError, PagerStats};
-pub use spawn::{attach, is_static, resolve, spawn};
+pub use spawn::{attach, is_static, resolve, spawn, Unpaged};

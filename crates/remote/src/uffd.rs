@@ -24,6 +24,9 @@ pub const FEATURES: u64 = FEATURE_EVENT_FORK
     | FEATURE_EVENT_REMOVE
     | FEATURE_EVENT_UNMAP
     | FEATURE_THREAD_ID;
+/// `UFFD_USER_MODE_ONLY`: what an unprivileged user may open; kernel
+/// accesses to missing pages fail instead of waiting (see `seccomp`).
+const USER_MODE_ONLY: u64 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -55,9 +58,21 @@ pub fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
 
 /// Opens a userfaultfd in the target that `tracee` stopped and brings it
 /// here. Kernel faults are handled (the target's system calls wait for
-/// their pages): a user-mode-only one would fail them with EFAULT.
-pub fn open_in(pid: i32, tracee: &mut Tracee, serve: &mut dyn FnMut()) -> Result<Uffd, OpenError> {
-    let flags = (libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+/// their pages) unless `user_mode_only`: then they fail with EFAULT, and
+/// the target must be under the syscall guard (`seccomp`); nor is there a
+/// fork event then (it takes `CAP_SYS_PTRACE`).
+pub fn open_in(
+    pid: i32,
+    tracee: &mut Tracee,
+    serve: &mut dyn FnMut(),
+    user_mode_only: bool,
+) -> Result<Uffd, OpenError> {
+    let mut flags = (libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+    let mut features = FEATURES;
+    if user_mode_only {
+        flags |= USER_MODE_ONLY;
+        features &= !FEATURE_EVENT_FORK;
+    }
     let fd = tracee.syscall(libc::SYS_userfaultfd, &[flags], serve)?;
     if fd < 0 {
         return Err(OpenError::Create(errno(fd)));
@@ -66,7 +81,7 @@ pub fn open_in(pid: i32, tracee: &mut Tracee, serve: &mut dyn FnMut()) -> Result
     // Closed in the target whatever happened: it holds no copy of its own.
     let _ = tracee.syscall(libc::SYS_close, &[fd as u64], serve);
     let local = taken.map_err(OpenError::Take)?;
-    api_handshake(&local, FEATURES).map_err(OpenError::Api)?;
+    api_handshake(&local, features).map_err(OpenError::Api)?;
     // SAFETY: the descriptor is a userfaultfd we own, given to the Uffd.
     Ok(unsafe { Uffd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(local)) })
 }

@@ -27,6 +27,8 @@
 //! of its own; the target's threads meet it only through the kernel's
 //! userfaultfd, whose ordering the argument above relies on.
 
+mod syscalls;
+
 use crate::inject::{find_syscall_insn, InjectError, Tracee};
 use crate::mem::{self, Pagemap};
 use crate::uffd;
@@ -146,6 +148,16 @@ pub struct PagerStats {
     pub pool_charged_pages: u64,
     /// The target's peak resident set (`VmHWM`), as last read, bytes.
     pub peak_rss_bytes: u64,
+    /// System calls the syscall guard answered (user-mode-only
+    /// userfaultfd: every call with a user pointer waits for the pager).
+    pub syscall_notifications: u64,
+    /// Pages mapped for the kernel before a call could touch them.
+    pub syscall_pages_in: u64,
+    /// Thread stacks left to the kernel (signal frames are written there).
+    pub stacks_left_to_kernel: u64,
+    /// Forks of the target: every stored page brought back first (the
+    /// child gets a copy of its parent's mapped memory only).
+    pub fork_swapins: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -237,6 +249,8 @@ pub struct Pager {
     /// again once the queue is read.
     retry: Vec<usize>,
     fatal: Option<PagerError>,
+    /// The syscall guard, where the userfaultfd is user-mode only.
+    guard: Option<syscalls::SyscallGuard>,
 }
 
 fn pages_of(bytes: usize) -> usize {
@@ -277,7 +291,15 @@ impl Pager {
             retry: Vec::new(),
             held: HashMap::new(),
             fatal: None,
+            guard: None,
         })
+    }
+
+    /// The target runs under the syscall guard, whose listener this is
+    /// (its userfaultfd is user-mode only).
+    pub fn with_guard(mut self, listener: Option<crate::seccomp::Listener>) -> Self {
+        self.guard = listener.map(syscalls::SyscallGuard::new);
+        self
     }
 
     /// Serves the target until it exits ([`Ended::Exited`]) or `stop` is
@@ -307,25 +329,29 @@ impl Pager {
                     events: libc::POLLIN,
                     revents: 0,
                 },
+                libc::pollfd {
+                    // Ignored by poll when negative.
+                    fd: self.guard.as_ref().map_or(-1, |g| g.listener.fd()),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
             // Right after a fault another tends to follow: spin a little
             // before sleeping (a wakeup from poll costs more than the
             // fault's service).
             let busy = last_event.elapsed() < SPIN_AFTER_EVENT;
-            let timeout = if self.retry.is_empty() && !busy {
-                20
-            } else {
-                0
-            };
-            // SAFETY: two valid pollfds in a local array.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+            let waiting = self.retry.is_empty() && !self.calls_pending();
+            let timeout = if waiting && !busy { 20 } else { 0 };
+            // SAFETY: three pollfds in a local array.
+            unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
             if fds[1].revents != 0 {
                 return self.fatal.take().map_or(Ok(Ended::Exited), Err);
             }
-            if fds[0].revents != 0 {
+            if fds[0].revents != 0 || fds[2].revents != 0 {
                 last_event = Instant::now();
             }
             self.serve_events();
+            self.serve_calls()?;
             if let Some(e) = self.fatal.take() {
                 return Err(e);
             }
@@ -458,8 +484,14 @@ impl Pager {
     // ---- events ---------------------------------------------------------
 
     /// Reads and serves every event queued now, then the faults refused
-    /// while events were queued.
+    /// while events were queued; takes the system calls waiting for the
+    /// guard (served later by [`Pager::serve_calls`], outside evictions).
     fn serve_events(&mut self) {
+        self.serve_uffd_events();
+        self.take_calls();
+    }
+
+    fn serve_uffd_events(&mut self) {
         loop {
             match self.uffd.read_event() {
                 Ok(Some(event)) => self.serve(event),
@@ -540,6 +572,7 @@ impl Pager {
                 let (s, e) = (start as usize, end as usize);
                 self.forget_range(s, e);
                 self.registered = subtract(&self.registered, s, e);
+                self.unmapped(s, e);
                 Ok(())
             }
         };
@@ -831,9 +864,13 @@ impl Pager {
         if !self.pagemap.alive() {
             return self.reopen_after_exec();
         }
-        let Ok(want) = crate::maps::read(self.pid) else {
+        let Ok(mut want) = crate::maps::read(self.pid) else {
             return Ok(()); // exiting
         };
+        self.forget_exited_threads();
+        for &(s, e) in self.stacks_left_to_kernel() {
+            want = subtract(&want, s, e);
+        }
         if let Some((hwm, anon)) = crate::mem::rss_bytes(self.pid) {
             self.stats.peak_rss_bytes = hwm;
             if !self.paging {
@@ -853,6 +890,7 @@ impl Pager {
             have = add(&have, p, p + SCRATCH_BYTES);
         }
         for (s, e) in crate::maps::uncovered(&want, &have) {
+            self.populate_pinned(s, e);
             match uffd::register(&self.uffd, s, e - s) {
                 Ok(()) => {}
                 // Changed under us (unmapped, or not registrable): next scan.
@@ -889,6 +927,7 @@ impl Pager {
         self.run_by_run = false;
         self.paging = false;
         self.hand = 0;
+        self.exec_seen();
         // A process that is exiting has no new image: left alone (so is
         // one whose new image cannot be entered).
         self.image_gone = true;
@@ -903,7 +942,8 @@ impl Pager {
         let Some(mut tracee) = self.stop_a_thread() else {
             return Ok(());
         };
-        let uffd = uffd::open_in(self.pid, &mut tracee, &mut || {});
+        let user_mode_only = self.guard.is_some();
+        let uffd = uffd::open_in(self.pid, &mut tracee, &mut || {}, user_mode_only);
         let _ = tracee.detach();
         if let Ok(uffd) = uffd {
             self.uffd = uffd;
@@ -920,7 +960,7 @@ impl Pager {
     /// once could otherwise never have them all): past it, the pool is
     /// written back to the swap file instead.
     fn reclaim(&mut self) -> Result<(), PagerError> {
-        if self.charge() <= self.limit_pages() {
+        if self.charge() <= self.limit_pages() || self.forking() {
             return Ok(());
         }
         let target = self
@@ -951,7 +991,8 @@ impl Pager {
 
     /// Picks `n` resident pages ([`sweep`]) and moves the hand on.
     fn pick_victims(&mut self, n: usize) -> (Vec<Run>, Vec<Span>) {
-        let (runs, spans, hand) = sweep(&self.pages, &self.registered, self.hand, n);
+        let pinned = self.guard.as_ref().map_or(&[][..], |g| g.pins.spans());
+        let (runs, spans, hand) = sweep(&self.pages, &self.registered, pinned, self.hand, n);
         self.hand = hand;
         (runs, spans)
     }
@@ -1324,6 +1365,7 @@ impl Pager {
 fn sweep(
     pages: &BTreeMap<usize, Page>,
     registered: &[Span],
+    pinned: &[Span],
     hand: usize,
     n: usize,
 ) -> (Vec<Run>, Vec<Span>, usize) {
@@ -1343,6 +1385,11 @@ fn sweep(
                 break;
             }
             if p != Page::Resident {
+                continue;
+            }
+            if is_pinned(pinned, a) {
+                // Resident and kept: no span runs over it.
+                spans.extend(span.take());
                 continue;
             }
             victims.push(a);
@@ -1371,6 +1418,12 @@ fn sweep(
         }
     }
     (runs, spans, hand)
+}
+
+/// Whether `addr` lies in one of `pinned` (sorted, disjoint).
+fn is_pinned(pinned: &[Span], addr: usize) -> bool {
+    let i = pinned.partition_point(|&(_, e)| e <= addr);
+    pinned.get(i).is_some_and(|&(s, _)| s <= addr)
 }
 
 /// The parts of run `(start, pages)` without the pages at `holes`.
@@ -1453,14 +1506,37 @@ mod tests {
 
     proptest::proptest! {
         /// The batch's discard never covers a resident page that is not a
-        /// victim, nor memory outside the registered ranges; it takes as
-        /// many victims as asked for (or every resident page).
+        /// victim (a pinned one included), nor memory outside the
+        /// registered ranges; it takes as many victims as asked for (or
+        /// every resident page that is not pinned).
         #[test]
-        fn a_sweep_discards_only_its_victims(pages in address_space(), hand in 0usize..64, n in 1usize..40) {
+        fn a_sweep_discards_only_its_victims(
+            pages in address_space(),
+            hand in 0usize..64,
+            n in 1usize..40,
+            pins in proptest::collection::vec((0usize..64, 1usize..4), 0..4),
+        ) {
             let registered = [(0, 24 * PAGE_SIZE), (32 * PAGE_SIZE, 64 * PAGE_SIZE)];
-            let (runs, spans, next) = sweep(&pages, &registered, hand * PAGE_SIZE, n);
+            // Pinned spans, sorted and merged as `Pins` keeps them.
+            let mut pinned: Vec<Span> = Vec::new();
+            let mut sorted = pins.clone();
+            sorted.sort_unstable();
+            for (at, len) in sorted {
+                let (s, e) = (at * PAGE_SIZE, (at + len) * PAGE_SIZE);
+                match pinned.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => pinned.push((s, e)),
+                }
+            }
+            let (runs, spans, next) = sweep(&pages, &registered, &pinned, hand * PAGE_SIZE, n);
             let victims: Vec<usize> = runs.iter().flat_map(|&(s, p)| (0..p).map(move |i| s + i * PAGE_SIZE)).collect();
-            let resident = pages.values().filter(|&&p| p == Page::Resident).count();
+            for &v in &victims {
+                proptest::prop_assert!(!is_pinned(&pinned, v), "pinned {v:#x} is a victim");
+            }
+            let resident = pages
+                .iter()
+                .filter(|&(&a, &p)| p == Page::Resident && !is_pinned(&pinned, a))
+                .count();
             proptest::prop_assert_eq!(victims.len(), n.min(resident));
             for &v in &victims {
                 proptest::prop_assert_eq!(pages.get(&v), Some(&Page::Resident));

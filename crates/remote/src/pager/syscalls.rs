@@ -1,0 +1,584 @@
+//! The syscall guard's side of the pager: a system call of the target
+//! that takes a user pointer waits (seccomp user notification, see
+//! `seccomp.rs`) until its buffers are mapped and pinned (`pins.rs`).
+//!
+//! Serving one call, outside evictions (calls that come during one wait
+//! in `pending`; those of the thread stopped for the injection are its
+//! injected calls, on uzswap's scratch page, and are let through):
+//!
+//! 1. The thread's last call is over: its pins go (`Pins::set_call`).
+//! 2. A `fork`: every stored page is brought back first, and no page is
+//!    evicted until the child exists (the child's memory is a copy of the
+//!    parent's mapped pages: without the fork event, which takes
+//!    privilege, it could not be given the stored ones).
+//! 3. A new thread's stack (`clone` with `CLONE_VM` and a stack) is left
+//!    to the kernel, which writes signal frames there: unregistered and
+//!    never registered again, when it is a mapping of its own (up to
+//!    [`STACK_MAPPING_MAX`]); in a larger mapping (Go's heap, where its
+//!    runtime puts a thread's system stack) its top is pinned.
+//! 4. The call's buffers (the guard crate's table: `for_each_buffer`,
+//!    reading the target's memory; a pointer in a page that is not mapped
+//!    maps that page and walks again) are mapped: stored pages swapped in,
+//!    absent ones mapped as zeros, a leftover write protection removed
+//!    where the kernel writes. Then pinned, and the call let through.
+//!    A page that cannot be mapped yet (`EAGAIN`: an event is queued)
+//!    keeps the call waiting; it is served again after the events.
+//!
+//! Memory registered later: the pinned pages in it are populated (read
+//! once with `process_vm_readv`, which maps zeros or the page) before it
+//! is registered, so that a call already in the kernel finds them there.
+
+use super::{subtract, Page, Pager, PagerError};
+use crate::pins::{page_span, Pins, Span};
+use crate::seccomp::{Listener, Notification};
+use common::PAGE_SIZE;
+use guard::{nr, Buffer, UserMem};
+use std::cell::Cell;
+use std::collections::VecDeque;
+
+/// A new thread's stack in a mapping at most this large is left to the
+/// kernel whole.
+pub const STACK_MAPPING_MAX: usize = 64 << 20;
+/// Otherwise this much below its top is pinned.
+const STACK_TOP_PINNED: usize = 64 << 10;
+/// Walks of a call's buffers, each after mapping a page a pointer was in.
+const WALKS: usize = 8;
+const CLONE_VM: u64 = 0x100;
+
+/// Sleeps the kernel restarts through `restart_syscall` (no notification).
+const RESTARTABLE: [i64; 4] = [nr::FUTEX, nr::POLL, nr::NANOSLEEP, nr::CLOCK_NANOSLEEP];
+
+/// The guard's state in the pager.
+pub(crate) struct SyscallGuard {
+    pub(crate) listener: Listener,
+    pub(crate) pins: Pins,
+    /// Calls received and not answered yet.
+    pending: VecDeque<Notification>,
+    /// Thread stacks left to the kernel.
+    stacks: Vec<Span>,
+    /// A fork under way: the thread, and its children before it.
+    fork: Option<(i32, usize)>,
+}
+
+impl SyscallGuard {
+    pub(crate) fn new(listener: Listener) -> Self {
+        SyscallGuard {
+            listener,
+            pins: Pins::default(),
+            pending: VecDeque::new(),
+            stacks: Vec::new(),
+            fork: None,
+        }
+    }
+}
+
+/// The target's memory as the table reads it. A page that is not mapped
+/// fails the read (the userfaultfd is user-mode only): remembered, so
+/// that the page can be mapped and the walk made again.
+struct RemoteMem {
+    tid: i32,
+    failed: Cell<Option<usize>>,
+}
+
+impl RemoteMem {
+    fn bytes<const N: usize>(&self, addr: usize) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        match crate::mem::read(self.tid, addr, &mut b) {
+            Ok(()) => Some(b),
+            Err(_) => {
+                if self.failed.get().is_none() {
+                    self.failed.set(Some(addr));
+                }
+                None
+            }
+        }
+    }
+}
+
+impl UserMem for RemoteMem {
+    fn read_u64(&self, addr: usize) -> Option<u64> {
+        self.bytes::<8>(addr).map(u64::from_ne_bytes)
+    }
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        self.bytes::<4>(addr).map(u32::from_ne_bytes)
+    }
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        self.bytes::<1>(addr).map(|b| b[0])
+    }
+}
+
+/// What a call's buffers pin.
+#[derive(Default)]
+struct CallPins {
+    /// Its buffers, with whether the kernel writes each.
+    call: Vec<(Span, bool)>,
+    /// Pointers the kernel keeps (`rseq`, `sigaltstack`, …).
+    registered: Vec<(Span, bool)>,
+    /// `CLONE_CHILD_CLEARTID`: the child's, held until unmapped.
+    held: Vec<Span>,
+}
+
+impl Pager {
+    /// Whether calls wait for an answer.
+    pub(super) fn calls_pending(&self) -> bool {
+        self.guard.as_ref().is_some_and(|g| !g.pending.is_empty())
+    }
+
+    /// Receives the calls waiting now. The thread stopped for an injection
+    /// makes only the injected calls: let through at once.
+    pub(super) fn take_calls(&mut self) {
+        let tracee = self.in_flight.tracee;
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        while let Some(n) = g.listener.recv() {
+            if Some(n.tid) == tracee {
+                g.listener.allow(n.id);
+            } else {
+                g.pending.push_back(n);
+            }
+        }
+    }
+
+    /// Serves the calls waiting (see the module's docs).
+    pub(super) fn serve_calls(&mut self) -> Result<(), PagerError> {
+        self.take_calls();
+        let Some(g) = self.guard.as_mut() else {
+            return Ok(());
+        };
+        let calls = std::mem::take(&mut g.pending);
+        let mut waiting = VecDeque::new();
+        for n in calls {
+            if self.serve_call(&n)? {
+                self.stats.syscall_notifications += 1;
+                if let Some(g) = &self.guard {
+                    g.listener.allow(n.id);
+                }
+            } else {
+                waiting.push_back(n);
+            }
+        }
+        if let Some(g) = self.guard.as_mut() {
+            waiting.append(&mut g.pending);
+            g.pending = waiting;
+        }
+        Ok(())
+    }
+
+    /// Maps and pins call `n`'s buffers; `false` if a page cannot be
+    /// mapped yet.
+    fn serve_call(&mut self, n: &Notification) -> Result<bool, PagerError> {
+        if !shares_memory(self.pid, n.tid) {
+            // A child with memory of its own (a copy made at its fork):
+            // nothing of it is paged.
+            return Ok(true);
+        }
+        if let Some(g) = self.guard.as_mut() {
+            if g.fork.is_some_and(|(t, _)| t == n.tid) {
+                g.fork = None; // its fork returned
+            }
+        }
+        if is_fork(n) && !self.fork_begins(n.tid)? {
+            return Ok(false);
+        }
+        if let Some(top) = new_thread_stack(n) {
+            if !self.thread_stack(top)? {
+                return Ok(false);
+            }
+        }
+        let Some(pins) = self.buffers_of(n)? else {
+            return Ok(false);
+        };
+        if let Some(g) = self.guard.as_mut() {
+            let restartable = RESTARTABLE.contains(&n.nr);
+            g.pins.set_call(
+                n.tid,
+                pins.call.iter().map(|&(s, _)| s).collect(),
+                restartable,
+            );
+            if !pins.registered.is_empty() {
+                let spans = pins.registered.iter().map(|&(s, _)| s).collect();
+                g.pins.set_registered(n.tid, n.nr, spans);
+            }
+            for &s in &pins.held {
+                g.pins.hold(s);
+            }
+        }
+        let mut ready = true;
+        let writes = pins.held.iter().map(|&s| (s, true));
+        for (span, w) in pins
+            .call
+            .iter()
+            .chain(&pins.registered)
+            .copied()
+            .chain(writes)
+        {
+            ready &= self.make_present(span, w)?;
+        }
+        Ok(ready)
+    }
+
+    /// The buffers call `n` touches, walked through the target's memory;
+    /// `None` while a page a pointer is in cannot be mapped yet.
+    fn buffers_of(&mut self, n: &Notification) -> Result<Option<CallPins>, PagerError> {
+        let mut out = CallPins::default();
+        for _ in 0..WALKS {
+            let mem = RemoteMem {
+                tid: n.tid,
+                failed: Cell::new(None),
+            };
+            let mut found = Vec::new();
+            guard::for_each_buffer(n.nr, &n.args, &mem, &mut |b| found.push(b));
+            out = CallPins::default();
+            for b in found {
+                match b {
+                    Buffer::Range { addr, len, access } => out
+                        .call
+                        .extend(page_span(addr, len).map(|s| (s, access.kernel_writes()))),
+                    Buffer::CStr { addr, max } => {
+                        let Some(span) = self.string_span(n.tid, addr, max)? else {
+                            return Ok(None);
+                        };
+                        out.call.push((span, false));
+                    }
+                    Buffer::Registered { addr, len, access } => {
+                        let span = page_span(addr, len);
+                        if matches!(n.nr, nr::CLONE | nr::CLONE3) {
+                            out.held.extend(span);
+                        } else {
+                            out.registered
+                                .extend(span.map(|s| (s, access.kernel_writes())));
+                        }
+                    }
+                    Buffer::Unknown { addr } => {
+                        out.call.extend(page_span(addr, 1).map(|s| (s, true)))
+                    }
+                }
+            }
+            // A pointer the walk could not follow: its page mapped, again.
+            match mem.failed.get() {
+                Some(at) if self.in_registered(at) => {
+                    let page = at & !(PAGE_SIZE - 1);
+                    if !self.make_present((page, page + PAGE_SIZE), false)? {
+                        return Ok(None);
+                    }
+                }
+                _ => return Ok(Some(out)),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The pages of the NUL-terminated string at `addr` (at most `max`
+    /// bytes), mapped as it is read.
+    fn string_span(
+        &mut self,
+        tid: i32,
+        addr: usize,
+        max: usize,
+    ) -> Result<Option<Span>, PagerError> {
+        let end = addr.saturating_add(max);
+        let mut page = addr & !(PAGE_SIZE - 1);
+        let mut buf = vec![0u8; PAGE_SIZE];
+        while page < end {
+            if self.in_registered(page) && !self.make_present((page, page + PAGE_SIZE), false)? {
+                return Ok(None);
+            }
+            let from = addr.max(page);
+            let to = (page + PAGE_SIZE).min(end);
+            let chunk = &mut buf[..to - from];
+            if crate::mem::read(tid, from, chunk).is_err() {
+                break; // not mapped: the kernel fails the call, as it would
+            }
+            if let Some(i) = chunk.iter().position(|&b| b == 0) {
+                return Ok(page_span(addr, from + i + 1 - addr));
+            }
+            page += PAGE_SIZE;
+        }
+        Ok(page_span(addr, page.min(end).saturating_sub(addr)))
+    }
+
+    /// Maps every page of `span` in registered memory: stored pages
+    /// swapped in, absent ones mapped as zeros; where the kernel `writes`,
+    /// a protection left by a cut-short batch removed. `false` if a page
+    /// could not be mapped yet.
+    fn make_present(&mut self, (s, e): Span, writes: bool) -> Result<bool, PagerError> {
+        let parts: Vec<Span> = self
+            .registered
+            .iter()
+            .filter(|&&(rs, re)| rs < e && re > s)
+            .map(|&(rs, re)| (rs.max(s), re.min(e)))
+            .collect();
+        let mut ready = true;
+        for (ps, pe) in parts {
+            let mut a = ps;
+            while a < pe {
+                match self.pages.get(&a).copied() {
+                    Some(Page::Resident) => a += PAGE_SIZE,
+                    Some(Page::Evicting(slot)) => {
+                        if writes {
+                            let _ = self.swap.free(slot);
+                            self.pages.insert(a, Page::Resident);
+                            let _ = crate::uffd::write_protect(&self.uffd, a, PAGE_SIZE, false);
+                        }
+                        a += PAGE_SIZE;
+                    }
+                    Some(Page::Stored(_) | Page::Held) => {
+                        self.missing(a, None)?;
+                        self.stats.syscall_pages_in += 1;
+                        ready &= self.pages.get(&a) == Some(&Page::Resident);
+                        a += PAGE_SIZE;
+                    }
+                    None => {
+                        let end = self.pages.range(a..pe).next().map_or(pe, |(&k, _)| k);
+                        ready &= self.map_zeros(a, end);
+                        a = end;
+                    }
+                }
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Maps zeros over the absent pages `[s, e)`; `false` if refused for
+    /// now.
+    fn map_zeros(&mut self, s: usize, e: usize) -> bool {
+        let mut a = s;
+        while a < e {
+            let (done, rest) = match crate::uffd::zeropage(&self.uffd, a, e - a) {
+                Ok(()) => (e - a, None),
+                Err((errno, done)) => (done, Some(errno)),
+            };
+            for p in (a..a + done).step_by(PAGE_SIZE) {
+                self.set_resident(p);
+                self.stats.syscall_pages_in += 1;
+            }
+            a += done;
+            match rest {
+                None => {}
+                // Mapped already (by a fault of the target's): the kernel's.
+                Some(libc::EEXIST) => {
+                    self.set_resident(a);
+                    a += PAGE_SIZE;
+                }
+                Some(libc::EAGAIN) => return false,
+                // Unmapped meanwhile: nothing for the kernel to touch.
+                Some(_) => return true,
+            }
+        }
+        true
+    }
+
+    /// A fork of the target by thread `tid`: every page brought back, and
+    /// eviction held until the child exists. `false` while a page cannot
+    /// be mapped yet.
+    fn fork_begins(&mut self, tid: i32) -> Result<bool, PagerError> {
+        let away: Vec<usize> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| !matches!(p, Page::Resident))
+            .map(|(&a, _)| a)
+            .collect();
+        let mut ready = true;
+        for a in away {
+            if matches!(self.pages.get(&a), Some(Page::Stored(_) | Page::Held)) {
+                self.missing(a, None)?;
+                ready &= self.pages.get(&a) == Some(&Page::Resident);
+            }
+        }
+        if ready {
+            self.stats.fork_swapins += 1;
+            let children = children_of(self.pid, tid);
+            if let Some(g) = self.guard.as_mut() {
+                g.fork = Some((tid, children));
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Whether a fork is under way (no eviction then). It is over when
+    /// its thread has one more child, makes another call, or has exited.
+    pub(super) fn forking(&mut self) -> bool {
+        let pid = self.pid;
+        let Some(g) = self.guard.as_mut() else {
+            return false;
+        };
+        if let Some((tid, before)) = g.fork {
+            if !thread_alive(tid) || children_of(pid, tid) > before {
+                g.fork = None;
+            }
+        }
+        g.fork.is_some()
+    }
+
+    /// A new thread's stack, whose top is `top`: left to the kernel (see
+    /// the module's docs). `false` while a page cannot be brought back.
+    fn thread_stack(&mut self, top: usize) -> Result<bool, PagerError> {
+        let Some((s, e)) = mapping_at(self.pid, top.saturating_sub(1)) else {
+            return Ok(true);
+        };
+        if e - s > STACK_MAPPING_MAX {
+            let span = (top.saturating_sub(STACK_TOP_PINNED) & !(PAGE_SIZE - 1), top);
+            if let Some(g) = self.guard.as_mut() {
+                g.pins.hold(span);
+            }
+            return self.make_present(span, true);
+        }
+        // Back from the pager: stored pages first.
+        let away: Vec<usize> = self
+            .pages
+            .range(s..e)
+            .filter(|(_, p)| matches!(p, Page::Stored(_) | Page::Held))
+            .map(|(&a, _)| a)
+            .collect();
+        for a in away {
+            self.missing(a, None)?;
+            if self.pages.get(&a) != Some(&Page::Resident) {
+                return Ok(false);
+            }
+        }
+        let parts: Vec<Span> = self
+            .registered
+            .iter()
+            .filter(|&&(rs, re)| rs < e && re > s)
+            .map(|&(rs, re)| (rs.max(s), re.min(e)))
+            .collect();
+        for (ps, pe) in parts {
+            let r = self.uffd.unregister(ps as *mut libc::c_void, pe - ps);
+            if let Err(e) = r {
+                return Err(PagerError::Io(std::io::Error::other(format!(
+                    "UFFDIO_UNREGISTER of a thread stack at {ps:#x}: {e}"
+                ))));
+            }
+            self.registered = subtract(&self.registered, ps, pe);
+        }
+        // Its pages are the kernel's now.
+        let gone: Vec<usize> = self.pages.range(s..e).map(|(&a, _)| a).collect();
+        for a in gone {
+            if let Some(Page::Resident | Page::Evicting(_)) = self.pages.remove(&a) {
+                self.stats.resident_pages -= 1;
+            }
+        }
+        self.stats.stacks_left_to_kernel += 1;
+        if let Some(g) = self.guard.as_mut() {
+            g.stacks.push((s, e));
+        }
+        Ok(true)
+    }
+
+    /// The thread stacks left to the kernel (not to be registered).
+    pub(super) fn stacks_left_to_kernel(&self) -> &[Span] {
+        self.guard.as_ref().map_or(&[][..], |g| &g.stacks)
+    }
+
+    /// Before `[s, e)` is registered: its pinned pages populated, so that
+    /// a call already let through finds them mapped.
+    pub(super) fn populate_pinned(&self, s: usize, e: usize) {
+        let Some(g) = &self.guard else {
+            return;
+        };
+        let mut byte = [0u8; 1];
+        for page in g.pins.pages_in(s, e) {
+            let _ = crate::mem::read(self.pid, page, &mut byte);
+        }
+    }
+
+    /// Pins of threads that have exited go.
+    pub(super) fn forget_exited_threads(&mut self) {
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        for tid in g.pins.tids() {
+            if !thread_alive(tid) {
+                g.pins.thread_exited(tid);
+            }
+        }
+    }
+
+    /// `[s, e)` was unmapped: what the guard held there goes.
+    pub(super) fn unmapped(&mut self, s: usize, e: usize) {
+        if let Some(g) = self.guard.as_mut() {
+            g.pins.unmapped(s, e);
+            g.stacks.retain(|&(ss, se)| se <= s || ss >= e);
+        }
+    }
+
+    /// The target ran `execve`: the old image's stacks and fork are gone
+    /// (pins go with their threads).
+    pub(super) fn exec_seen(&mut self) {
+        if let Some(g) = self.guard.as_mut() {
+            g.stacks.clear();
+            g.fork = None;
+        }
+    }
+
+    /// The guard's listener, for the calls of the children the target
+    /// leaves behind ([`Listener::allow_until_hung_up`], once the target
+    /// has been reaped).
+    pub fn into_listener(mut self) -> Option<Listener> {
+        self.guard.take().map(|g| g.listener)
+    }
+}
+
+/// Whether call `n` makes a process with a copy of the caller's memory.
+fn is_fork(n: &Notification) -> bool {
+    match n.nr {
+        nr::FORK => true,
+        nr::CLONE => n.args[0] & CLONE_VM == 0,
+        nr::CLONE3 => clone3_word(n, 0).is_some_and(|flags| flags & CLONE_VM == 0),
+        _ => false,
+    }
+}
+
+/// The top of the stack a `clone`/`clone3` sharing memory gives its child.
+fn new_thread_stack(n: &Notification) -> Option<usize> {
+    match n.nr {
+        nr::CLONE if n.args[0] & CLONE_VM != 0 && n.args[1] != 0 => Some(n.args[1] as usize),
+        nr::CLONE3 => {
+            let flags = clone3_word(n, 0)?;
+            let (stack, size) = (clone3_word(n, 40)?, clone3_word(n, 48)?);
+            (flags & CLONE_VM != 0 && stack != 0).then_some((stack + size) as usize)
+        }
+        _ => None,
+    }
+}
+
+/// A word of `clone3`'s `struct clone_args` (flags at 0, stack at 40, its
+/// size at 48).
+fn clone3_word(n: &Notification, offset: usize) -> Option<u64> {
+    if n.args[1] < 64 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    crate::mem::read(n.tid, n.args[0] as usize + offset, &mut b).ok()?;
+    Some(u64::from_ne_bytes(b))
+}
+
+/// The private anonymous mapping of process `pid` that holds `addr`.
+fn mapping_at(pid: i32, addr: usize) -> Option<Span> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines()
+        .filter(|l| crate::maps::is_pageable(l))
+        .filter_map(crate::maps::parse_range)
+        .find(|&(s, e)| (s..e).contains(&addr))
+}
+
+/// Whether thread `tid` uses process `pid`'s memory (its thread, or a
+/// `vfork` child before its `execve`); where `kcmp(2)` cannot tell, it is
+/// taken to (pinning a page for nothing is safe).
+fn shares_memory(pid: i32, tid: i32) -> bool {
+    const KCMP_VM: libc::c_long = 1;
+    // SAFETY: kcmp with integers.
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, tid, KCMP_VM, 0, 0) };
+    r <= 0
+}
+
+fn thread_alive(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{tid}")).exists()
+}
+
+/// How many children thread `tid` of `pid` has.
+fn children_of(pid: i32, tid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
+        .map_or(0, |s| s.split_whitespace().count())
+}

@@ -83,6 +83,12 @@ if [ "$new_redis" = true ]; then
         command -v update-rc.d >/dev/null 2>&1 && $sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
     fi
 fi
+# Rust's musl target: the suite's rust-musl case (a statically linked Rust
+# program, paged from outside).
+if command -v rustup >/dev/null 2>&1; then
+    rustup target list --installed | grep -qx x86_64-unknown-linux-musl ||
+        rustup target add x86_64-unknown-linux-musl
+fi
 echo "setup: fetching crates"
 cargo fetch --locked
 echo "setup: done"

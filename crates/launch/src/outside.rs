@@ -297,12 +297,9 @@ impl Launch {
                         let report = report_of(child.id(), config.limit_bytes, &pager);
                         (Some(report), pager.into_listener())
                     }
-                    Err(unpaged) => {
-                        eprintln!("uzswap: {} runs unpaged: {}", child.id(), unpaged.why);
-                        if let Some(listener) = &unpaged.listener {
-                            listener.allow_while_running(child.id() as i32);
-                        }
-                        (None, unpaged.listener)
+                    Err(e) => {
+                        eprintln!("uzswap: {} runs unpaged: {e}", child.id());
+                        (None, None)
                     }
                 };
                 Ok::<_, std::io::Error>((child, report))

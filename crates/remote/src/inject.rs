@@ -241,6 +241,22 @@ impl Tracee {
         self.tid
     }
 
+    /// The thread's stack pointer where it stopped.
+    pub fn stack_pointer(&self) -> usize {
+        self.saved.rsp as usize
+    }
+
+    /// The system call the thread was stopped in, where the kernel will go
+    /// on with it through `restart_syscall` (a sleep: `futex`, `poll`,
+    /// `nanosleep`; no new entry that a seccomp filter would see): its
+    /// number and arguments.
+    pub fn restarting_call(&self) -> Option<(i64, [u64; 6])> {
+        const ERESTART_RESTARTBLOCK: i64 = -516;
+        let r = &self.saved;
+        (r.orig_rax as i64 >= 0 && r.rax as i64 == ERESTART_RESTARTBLOCK)
+            .then_some((r.orig_rax as i64, [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9]))
+    }
+
     /// The thread's `rseq` area (address, bytes), if it registered one:
     /// the kernel writes it on the thread's way back to user mode, which a
     /// stopped thread must be able to do.

@@ -70,4 +70,4 @@ pub mod spawn;
 pub mod uffd;
 
 pub use pager::{Ended, Pager, PagerConfig, PagerError, PagerStats};
-pub use spawn::{attach, is_static, resolve, spawn, Unpaged};
+pub use spawn::{attach, is_static, resolve, spawn};

@@ -8,9 +8,12 @@
 //! under a filter ([`guard::filter::build_notify`]) that stops every
 //! system call that takes a user pointer until the pager has answered it;
 //! the pager maps and pins the call's buffers first. The filter is
-//! installed in the child between `fork` and `execve` ([`ChildSetup`]), and
-//! its listener taken by the parent ([`receive`]).
+//! injected ([`install_in`]) when the pager is about to register the
+//! target's memory (below half the limit nothing is registered, and no
+//! call pays for the guard).
 
+use crate::inject::{InjectError, Tracee};
+use common::PAGE_SIZE;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -88,18 +91,6 @@ impl Listener {
         unsafe { libc::ioctl(self.fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) == 0 }
     }
 
-    /// The next waiting call, waiting up to `timeout` for one.
-    pub fn recv_within(&self, timeout: std::time::Duration) -> Option<Notification> {
-        let mut p = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut p, 1, timeout.as_millis() as libc::c_int) };
-        self.recv()
-    }
-
     /// Whether a call is waiting now (`POLLIN`, and not only `POLLHUP`).
     fn poll(&self, events: libc::c_short) -> bool {
         let mut p = libc::pollfd {
@@ -110,30 +101,6 @@ impl Listener {
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut p, 1, 0) };
         p.revents & events != 0
-    }
-
-    /// Answers every call that comes, unseen, until process `pid` exits
-    /// (it is not reaped: the caller does that, and may then wait for
-    /// its children with [`Listener::allow_until_hung_up`]).
-    pub fn allow_while_running(&self, pid: i32) {
-        let Ok(pidfd) = crate::uffd::pidfd_open(pid) else {
-            return;
-        };
-        loop {
-            let mut fds = [self.fd(), pidfd.as_raw_fd()].map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            // SAFETY: two valid pollfds in a local array.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
-            if fds[1].revents != 0 {
-                return;
-            }
-            if let Some(n) = self.recv() {
-                self.allow(n.id);
-            }
-        }
     }
 
     /// Answers every call that comes, unseen, until every process that
@@ -160,129 +127,95 @@ impl Listener {
     }
 }
 
-/// What the child installs before its `execve`: the filter, whose
-/// listener the parent takes with `pidfd_getfd` from the descriptor number
-/// of the child's socket end (every call with a pointer made after the
-/// filter is in waits for the listener, a `sendmsg` of it too: so the
-/// child only says its pid first, and puts the listener where the parent
-/// looks). Everything is allocated before the fork; [`ChildSetup::install`]
-/// only makes system calls.
-pub struct ChildSetup {
-    prog: Vec<guard::filter::SockFilter>,
-    sock: OwnedFd,
-}
-
-/// The filter and a socket pair: the child's end in the setup, the
-/// parent's returned (for [`receive`]).
-pub fn prepare() -> io::Result<(ChildSetup, OwnedFd)> {
-    let prog = guard::filter::build_notify().map_err(io::Error::other)?;
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: socketpair fills two descriptors we then own.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+/// Installs the filter in the target, through the thread `tracee` has
+/// stopped: its program written to a mapping made there for the call,
+/// then `prctl(PR_SET_NO_NEW_PRIVS)` (a filter without `CAP_SYS_ADMIN`
+/// needs it) and `seccomp(SET_MODE_FILTER)` with a new listener, for every
+/// thread (`TSYNC`; `TSYNC_ESRCH` so that the call returns the listener);
+/// the listener taken with `pidfd_getfd` and closed there. A call already
+/// under way in another thread is not seen: see `Pager::quiesce`.
+pub fn install_in(
+    pid: i32,
+    tracee: &mut Tracee,
+    serve: &mut dyn FnMut(),
+) -> Result<Listener, InstallError> {
+    let prog = guard::filter::build_notify().map_err(|e| InstallError::Filter(e.to_string()))?;
+    let code: Vec<u8> = prog
+        .iter()
+        .flat_map(|f| {
+            let mut b = [0u8; 8];
+            b[..2].copy_from_slice(&f.code.to_ne_bytes());
+            b[2] = f.jt;
+            b[3] = f.jf;
+            b[4..].copy_from_slice(&f.k.to_ne_bytes());
+            b
+        })
+        .collect();
+    let bytes = (16 + code.len()).next_multiple_of(PAGE_SIZE);
+    let prot = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+    let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+    let at = tracee.syscall(
+        libc::SYS_mmap,
+        &[0, bytes as u64, prot, flags, u64::MAX, 0],
+        serve,
+    )?;
+    if at < 0 {
+        return Err(InstallError::Call("mmap", errno(at)));
     }
-    // SAFETY: both descriptors are new and owned by nobody else.
-    let (child, parent) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    Ok((ChildSetup { prog, sock: child }, parent))
-}
-
-impl ChildSetup {
-    /// Where the listener will be in the child.
-    pub fn fd_in_child(&self) -> RawFd {
-        self.sock.as_raw_fd()
-    }
-
-    /// In the forked child: its pid to the parent, `PR_SET_NO_NEW_PRIVS`
-    /// (a filter without `CAP_SYS_ADMIN` needs it), the filter with a new
-    /// listener, moved to [`ChildSetup::fd_in_child`] (close-on-exec).
-    /// Async-signal-safe: system calls on data made before the fork.
-    pub fn install(&self) -> io::Result<()> {
-        let sock = self.sock.as_raw_fd();
-        // SAFETY: getpid has no arguments.
-        let pid = unsafe { libc::getpid() }.to_ne_bytes();
-        // SAFETY: send of a local 4-byte buffer.
-        if unsafe { libc::send(sock, pid.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) } != 4 {
-            return Err(io::Error::last_os_error());
+    let at = at as u64;
+    let installed = (|| {
+        // struct sock_fprog { u16 len; (pad) ; sock_filter *filter }, then
+        // the program.
+        let mut head = [0u8; 16];
+        head[..2].copy_from_slice(&(prog.len() as u16).to_ne_bytes());
+        head[8..].copy_from_slice(&(at + 16).to_ne_bytes());
+        crate::mem::write(pid, at as usize, &head).map_err(InstallError::Write)?;
+        crate::mem::write(pid, at as usize + 16, &code).map_err(InstallError::Write)?;
+        let r = tracee.syscall(
+            libc::SYS_prctl,
+            &[PR_SET_NO_NEW_PRIVS as u64, 1, 0, 0, 0],
+            serve,
+        )?;
+        if r < 0 {
+            return Err(InstallError::Call("prctl(PR_SET_NO_NEW_PRIVS)", errno(r)));
         }
-        // SAFETY: prctl with integers.
-        if unsafe { libc::prctl(PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let fprog = libc::sock_fprog {
-            len: self.prog.len() as u16,
-            filter: self.prog.as_ptr() as *mut libc::sock_filter,
-        };
-        let flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;
-        // SAFETY: `fprog` points to the program, which outlives the call
-        // (the kernel copies it); SockFilter has sock_filter's layout.
-        let listener = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                flags,
-                &fprog as *const libc::sock_fprog,
-            )
-        };
-        if listener < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: dup3 and close of descriptors of this (child) process.
-        unsafe {
-            libc::dup3(listener as RawFd, sock, libc::O_CLOEXEC);
-            libc::close(listener as RawFd);
-        }
-        Ok(())
-    }
-}
-
-/// The listener of the child that set up `setup`'s filter: its pid read
-/// from `sock`, then its descriptor taken with `pidfd_getfd` once it is a
-/// seccomp listener. Fails when the child sends nothing (its socket end is
-/// closed: it exec'd or exited first), or does not install the filter
-/// within a few seconds.
-pub fn receive(sock: &OwnedFd, fd_in_child: RawFd) -> io::Result<Listener> {
-    let mut pid = [0u8; 4];
-    // SAFETY: recv into a local 4-byte buffer.
-    let n = unsafe { libc::recv(sock.as_raw_fd(), pid.as_mut_ptr().cast(), 4, 0) };
-    if n != 4 {
-        return Err(io::Error::other(
-            "the program did not start under the system-call filter",
-        ));
-    }
-    let pidfd = crate::uffd::pidfd_open(i32::from_ne_bytes(pid))?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        // SAFETY: pidfd_getfd with integers; a new descriptor we own.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd_in_child, 0) };
+        let flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+            | libc::SECCOMP_FILTER_FLAG_TSYNC
+            | libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+            | libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;
+        let args = [libc::SECCOMP_SET_MODE_FILTER as u64, flags, at];
+        let fd = tracee.syscall(libc::SYS_seccomp, &args, serve)?;
         if fd < 0 {
-            return Err(io::Error::other(format!(
-                "taking the system-call filter's listener: {}",
-                io::Error::last_os_error()
-            )));
+            return Err(InstallError::Call("seccomp(SET_MODE_FILTER)", errno(fd)));
         }
-        // SAFETY: the descriptor just taken, owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        let what = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        if what.as_os_str() == "anon_inode:seccomp notify" {
-            let flags = FD_SYNC_WAKE_UP;
-            // SAFETY: SET_FLAGS reads a u64 by value; older kernels refuse
-            // it, which only costs a slower wakeup.
-            unsafe { libc::ioctl(fd.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) };
-            return Ok(Listener { fd });
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(io::Error::other(
-                "the program did not install the system-call filter",
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_micros(50));
-    }
+        let taken = crate::uffd::take_fd(pid, fd as i32);
+        let _ = tracee.syscall(libc::SYS_close, &[fd as u64], serve);
+        taken.map_err(InstallError::Take)
+    })();
+    let _ = tracee.syscall(libc::SYS_munmap, &[at, bytes as u64], serve);
+    let fd = installed?;
+    let flags = FD_SYNC_WAKE_UP;
+    // SAFETY: SET_FLAGS reads a u64 by value; older kernels refuse it,
+    // which only costs a slower wakeup.
+    unsafe { libc::ioctl(fd.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) };
+    Ok(Listener { fd })
+}
+
+fn errno(r: i64) -> io::Error {
+    io::Error::from_raw_os_error((-r) as i32)
+}
+
+/// Errors of [`install_in`].
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error(transparent)]
+    Inject(#[from] InjectError),
+    #[error("building the system-call filter: {0}")]
+    Filter(String),
+    #[error("writing the filter into the program: {0}")]
+    Write(io::Error),
+    #[error("{0} in the program: {1}")]
+    Call(&'static str, io::Error),
+    #[error("taking the filter's listener (pidfd_getfd): {0}")]
+    Take(io::Error),
 }

@@ -5,12 +5,9 @@
 
 use crate::inject::{find_syscall_insn, Tracee};
 use crate::pager::{Pager, PagerConfig, PagerError};
-use crate::seccomp::Listener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// `PT_INTERP`: the program header naming the dynamic loader.
 const PT_INTERP: u32 = 3;
@@ -47,101 +44,30 @@ pub fn resolve(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// Why a started program runs unpaged.
-pub struct Unpaged {
-    pub why: PagerError,
-    /// The syscall guard's listener, where the program runs under its
-    /// filter: its calls must still be answered
-    /// ([`crate::seccomp::Listener::allow_until_hung_up`]), or they fail.
-    pub listener: Option<Listener>,
-}
-
 /// Starts `cmd` stopped at its `execve`, opens its userfaultfd and lets it
 /// run. Call from the thread that will run the pager: it is the tracer.
-/// Where this user may only open a user-mode-only userfaultfd, the program
-/// starts under the syscall guard's filter (`seccomp`). When the pager
-/// cannot be set up the child runs on unpaged, and the error says why.
+/// Where this user may only open a user-mode-only userfaultfd, the pager
+/// puts the program under the syscall guard before it registers any of
+/// its memory (`seccomp`). When the pager cannot be set up the child runs
+/// on unpaged, and the error says why.
 pub fn spawn(
     mut cmd: Command,
     config: &PagerConfig,
-) -> std::io::Result<(Child, Result<Pager, Unpaged>)> {
-    let guarded = crate::seccomp::guard_needed();
-    let (setup, sock) = match guarded.then(crate::seccomp::prepare).transpose()? {
-        Some((setup, sock)) => {
-            let at = setup.fd_in_child();
-            (Some(setup), Some((sock, at)))
-        }
-        None => (None, None),
-    };
+) -> std::io::Result<(Child, Result<Pager, PagerError>)> {
     // SAFETY: the closure runs in the forked child before execve and makes
-    // only async-signal-safe system calls on data made before the fork.
+    // one async-signal-safe system call.
     // A child that cannot be traced (already traced by `strace -f`, a
-    // Yama policy) execs all the same, untraced: it then runs unpaged; one
-    // whose filter cannot be installed sends no listener, and runs
-    // unpaged too.
+    // Yama policy) execs all the same, untraced: it then runs unpaged.
     unsafe {
-        cmd.pre_exec(move || {
+        cmd.pre_exec(|| {
             libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
-            if let Some(setup) = &setup {
-                let _ = setup.install();
-            }
             Ok(())
         });
     }
-    // The child's `execve` waits for the listener's answer while
-    // `Command::spawn` waits for the `execve`: a thread answers until the
-    // child has stopped after it.
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let answering = sock.as_ref().map(|(sock, at)| {
-            let stop = &stop;
-            scope.spawn(move || {
-                let listener = crate::seccomp::receive(sock, *at)?;
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(n) = listener.recv_within(Duration::from_millis(5)) {
-                        listener.allow(n.id);
-                    }
-                }
-                Ok::<_, std::io::Error>(listener)
-            })
-        });
-        let spawned = cmd.spawn();
-        // The parent's copy of the child's socket end goes with the
-        // closure: a child that sent nothing makes `receive` fail.
-        drop(cmd);
-        let stopped = spawned.map(|child| {
-            let why = wait_exec_stop(child.id() as i32).err();
-            (child, why)
-        });
-        stop.store(true, Ordering::Relaxed);
-        let listener = answering.map(|t| {
-            t.join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the answering thread panicked")))
-        });
-        let (child, why) = stopped?;
-        let pid = child.id() as i32;
-        let result = match (why, listener) {
-            (Some(why), Some(Ok(l))) => Err(Unpaged {
-                why,
-                listener: Some(l),
-            }),
-            (Some(why), _) => Err(Unpaged {
-                why,
-                listener: None,
-            }),
-            (None, Some(Err(e))) => {
-                // SAFETY: detach with integers: the child runs on.
-                unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
-                Err(Unpaged {
-                    why: PagerError::Io(e),
-                    listener: None,
-                })
-            }
-            (None, Some(Ok(l))) => set_up(pid, config, Some(l)),
-            (None, None) => set_up(pid, config, None),
-        };
-        Ok((child, result))
-    })
+    let child = cmd.spawn()?;
+    let pid = child.id() as i32;
+    let pager = wait_exec_stop(pid).and_then(|()| set_up(pid, config));
+    Ok((child, pager))
 }
 
 /// Waits for the child's stop after its `execve` (an exit is left for its
@@ -162,33 +88,24 @@ fn wait_exec_stop(pid: i32) -> Result<(), PagerError> {
                 return Err(PagerError::Io(std::io::Error::other(why)));
             }
         }
-        std::thread::sleep(Duration::from_micros(100));
+        std::thread::sleep(std::time::Duration::from_micros(100));
     }
 }
 
-fn set_up(pid: i32, config: &PagerConfig, listener: Option<Listener>) -> Result<Pager, Unpaged> {
+fn set_up(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
     let insn = match find_syscall_insn(pid) {
         Ok(i) => i,
         Err(e) => {
             // SAFETY: detach with integers: the child runs on.
             unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
-            return Err(Unpaged {
-                why: e.into(),
-                listener,
-            });
+            return Err(e.into());
         }
     };
-    let opened = Tracee::stopped(pid, insn)
-        .map_err(PagerError::from)
-        .and_then(|mut tracee| {
-            let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {}, listener.is_some());
-            tracee.detach()?;
-            Ok(uffd?)
-        });
-    match opened.and_then(|uffd| Pager::new(pid, uffd, config)) {
-        Ok(pager) => Ok(pager.with_guard(listener)),
-        Err(why) => Err(Unpaged { why, listener }),
-    }
+    let guarded = crate::seccomp::guard_needed();
+    let mut tracee = Tracee::stopped(pid, insn)?;
+    let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {}, guarded);
+    tracee.detach()?;
+    Ok(Pager::new(pid, uffd?, config)?.guarded(guarded))
 }
 
 /// Pages a running process from outside: one of its threads is stopped

@@ -99,7 +99,7 @@ fn api_handshake(fd: &OwnedFd, features: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn take_fd(pid: i32, fd: i32) -> std::io::Result<OwnedFd> {
+pub(crate) fn take_fd(pid: i32, fd: i32) -> std::io::Result<OwnedFd> {
     let pidfd = pidfd_open(pid)?;
     // SAFETY: pidfd_getfd with a pidfd we own and integers; a non-negative
     // result is a new fd we own.

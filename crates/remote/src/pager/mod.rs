@@ -249,7 +249,10 @@ pub struct Pager {
     /// again once the queue is read.
     retry: Vec<usize>,
     fatal: Option<PagerError>,
-    /// The syscall guard, where the userfaultfd is user-mode only.
+    /// The userfaultfd is user-mode only: memory is registered only under
+    /// the syscall guard.
+    guard_wanted: bool,
+    /// The syscall guard, once installed.
     guard: Option<syscalls::SyscallGuard>,
 }
 
@@ -291,14 +294,15 @@ impl Pager {
             retry: Vec::new(),
             held: HashMap::new(),
             fatal: None,
+            guard_wanted: false,
             guard: None,
         })
     }
 
-    /// The target runs under the syscall guard, whose listener this is
-    /// (its userfaultfd is user-mode only).
-    pub fn with_guard(mut self, listener: Option<crate::seccomp::Listener>) -> Self {
-        self.guard = listener.map(syscalls::SyscallGuard::new);
+    /// The target's userfaultfd is user-mode only: the syscall guard is
+    /// put in before any of its memory is registered.
+    pub fn guarded(mut self, guarded: bool) -> Self {
+        self.guard_wanted = guarded;
         self
     }
 
@@ -878,7 +882,12 @@ impl Pager {
                 // from half the limit on: below it, the kernel's faults
                 // cost the program nothing extra.
                 self.unpaged_pages = pages_of(anon as usize);
-                self.paging = self.unpaged_pages >= self.limit_pages() / 2;
+                // The syscall guard goes in a little before: a program
+                // that grows fast is not far past half the limit by the
+                // time it is in.
+                let guarded = !self.guard_wanted
+                    || (self.unpaged_pages >= self.limit_pages() / 4 && self.guard_ready()?);
+                self.paging = guarded && self.unpaged_pages >= self.limit_pages() / 2;
                 if !self.paging {
                     return Ok(());
                 }

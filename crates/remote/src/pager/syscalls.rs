@@ -24,11 +24,17 @@
 //!    A page that cannot be mapped yet (`EAGAIN`: an event is queued)
 //!    keeps the call waiting; it is served again after the events.
 //!
+//! The filter goes in when the pager is about to register the target's
+//! memory for the first time ([`Pager::guard_ready`]): until then no call
+//! pays for it. Calls already under way then are found by stopping every
+//! thread once ([`Pager::quiesce`]).
+//!
 //! Memory registered later: the pinned pages in it are populated (read
 //! once with `process_vm_readv`, which maps zeros or the page) before it
 //! is registered, so that a call already in the kernel finds them there.
 
 use super::{subtract, Page, Pager, PagerError};
+use crate::inject::{InjectError, Tracee};
 use crate::pins::{page_span, Pins, Span};
 use crate::seccomp::{Listener, Notification};
 use common::PAGE_SIZE;
@@ -58,6 +64,8 @@ pub(crate) struct SyscallGuard {
     stacks: Vec<Span>,
     /// A fork under way: the thread, and its children before it.
     fork: Option<(i32, usize)>,
+    /// Every thread has been stopped once since the filter went in.
+    quiesced: bool,
 }
 
 impl SyscallGuard {
@@ -68,6 +76,7 @@ impl SyscallGuard {
             pending: VecDeque::new(),
             stacks: Vec::new(),
             fork: None,
+            quiesced: false,
         }
     }
 }
@@ -119,6 +128,149 @@ struct CallPins {
 }
 
 impl Pager {
+    /// Puts the target under the guard if it is not yet: the filter
+    /// injected ([`crate::seccomp::install_in`]), then every thread
+    /// stopped once ([`Pager::quiesce`]). Whether memory may be registered
+    /// now (else: at a later look). Where the filter cannot be put in, the
+    /// program runs on unpaged, and one line says why.
+    pub(super) fn guard_ready(&mut self) -> Result<bool, PagerError> {
+        if self.guard.is_none() {
+            let Some(mut tracee) = self.stop_a_thread() else {
+                return Ok(false);
+            };
+            self.stats.injections += 1;
+            let pid = self.pid;
+            let mut serve = || self.serve_events();
+            let installed = crate::seccomp::install_in(pid, &mut tracee, &mut serve);
+            let tid = tracee.tid();
+            if tracee.detach().is_err() {
+                self.lingering.push(tid);
+            }
+            match installed {
+                Ok(listener) => self.guard = Some(SyscallGuard::new(listener)),
+                Err(e) => {
+                    eprintln!("uzswap: {pid} runs unpaged: the system-call guard could not be put in: {e}");
+                    self.image_gone = true;
+                    return Ok(false);
+                }
+            }
+        }
+        self.quiesce()
+    }
+
+    /// Stops every thread once after the filter went in. A call made
+    /// before it was in is not seen by it: stopped, a thread leaves a
+    /// sleep (to make it again, through the filter), or finishes the call
+    /// first. Only a sleep the kernel goes on with through
+    /// `restart_syscall` is not made again: its buffers are pinned from
+    /// the stopped thread's registers. So are the pointers the kernel kept
+    /// from earlier calls ([`Pager::kept_pointers`]), and the stack the
+    /// thread runs on is left to the kernel as a new thread's would be.
+    /// `false` while a thread did not stop.
+    fn quiesce(&mut self) -> Result<bool, PagerError> {
+        if self.guard.as_ref().is_some_and(|g| g.quiesced) {
+            return Ok(true);
+        }
+        let (pid, insn) = (self.pid, self.syscall_insn);
+        for tid in self.tids() {
+            let mut serve = || self.serve_events();
+            let tracee = match Tracee::seize(pid, tid, insn, &mut serve) {
+                Ok(t) => t,
+                Err(_) if !thread_alive(tid) => continue,
+                Err(InjectError::Timeout { tid, .. }) => {
+                    self.stats.inject_errors += 1;
+                    self.lingering.push(tid);
+                    return Ok(false);
+                }
+                Err(_) => {
+                    self.stats.inject_errors += 1;
+                    return Ok(false);
+                }
+            };
+            let mut tracee = tracee;
+            let call = tracee.restarting_call();
+            let sp = tracee.stack_pointer();
+            self.in_flight.tracee = Some(tid);
+            let kept = self.kept_pointers(&mut tracee);
+            self.in_flight.tracee = None;
+            if tracee.detach().is_err() {
+                self.lingering.push(tid);
+            }
+            // Nothing is registered yet: only pins are recorded, and the
+            // stack left to the kernel.
+            if let Some(g) = self.guard.as_mut() {
+                for (nr, span) in kept {
+                    g.pins.set_registered(tid, nr, vec![span]);
+                }
+            }
+            self.thread_stack(sp + 1)?;
+            if let Some((nr, args)) = call {
+                let n = Notification {
+                    id: 0,
+                    tid,
+                    nr,
+                    args,
+                };
+                self.serve_call(&n)?;
+            }
+        }
+        if let Some(g) = self.guard.as_mut() {
+            g.quiesced = true;
+        }
+        Ok(true)
+    }
+
+    /// The pointers the kernel keeps for the stopped thread, registered
+    /// before the filter went in (each with the call that registers it):
+    /// its `rseq` area and robust list (read from here), the word cleared
+    /// at its exit and its alternate signal stack (read by injected
+    /// `prctl(PR_GET_TID_ADDRESS)` and `sigaltstack` calls into uzswap's
+    /// scratch page).
+    fn kept_pointers(&mut self, tracee: &mut Tracee) -> Vec<(i64, Span)> {
+        let tid = tracee.tid();
+        let mut kept = Vec::new();
+        if let Some((at, len)) = tracee.rseq_area() {
+            kept.extend(page_span(at, len).map(|s| (nr::RSEQ, s)));
+        }
+        let (mut head, mut len) = (0usize, 0usize);
+        // SAFETY: get_robust_list writes the two words we pass.
+        let r = unsafe { libc::syscall(libc::SYS_get_robust_list, tid, &mut head, &mut len) };
+        if r == 0 && head != 0 {
+            kept.extend(page_span(head, len).map(|s| (nr::SET_ROBUST_LIST, s)));
+        }
+        let Some(scratch) = self.scratch_page(tracee) else {
+            return kept;
+        };
+        const PR_GET_TID_ADDRESS: u64 = 40;
+        let pid = self.pid;
+        let mut serve = || self.serve_events();
+        let r = tracee.syscall(
+            libc::SYS_prctl,
+            &[PR_GET_TID_ADDRESS, scratch as u64],
+            &mut serve,
+        );
+        let mut word = [0u8; 8];
+        if matches!(r, Ok(0)) && crate::mem::read(pid, scratch, &mut word).is_ok() {
+            let at = u64::from_ne_bytes(word) as usize;
+            if at != 0 {
+                kept.extend(page_span(at, 4).map(|s| (nr::SET_TID_ADDRESS, s)));
+            }
+        }
+        // stack_t: ss_sp @0, ss_flags @8 (SS_DISABLE = 2), ss_size @16.
+        let old = scratch + 8;
+        let r = tracee.syscall(libc::SYS_sigaltstack, &[0, old as u64], &mut serve);
+        let mut stack = [0u8; 24];
+        if matches!(r, Ok(0)) && crate::mem::read(pid, old, &mut stack).is_ok() {
+            let word =
+                |o: usize| u64::from_ne_bytes(stack[o..o + 8].try_into().unwrap_or_default());
+            let (sp, flags, size) = (word(0) as usize, word(8) as u32, word(16) as usize);
+            if flags & 2 == 0 && sp != 0 {
+                kept.extend(page_span(sp, size).map(|s| (nr::SIGALTSTACK, s)));
+            }
+        }
+        kept
+    }
+
     /// Whether calls wait for an answer.
     pub(super) fn calls_pending(&self) -> bool {
         self.guard.as_ref().is_some_and(|g| !g.pending.is_empty())

@@ -48,6 +48,8 @@ pub enum Need {
     /// One of these programs.
     OneOf(&'static [&'static str]),
     PythonModule(&'static str),
+    /// `rustc` (in `PATH`) with the standard library of this target.
+    RustTarget(&'static str),
 }
 
 impl Need {
@@ -70,6 +72,23 @@ impl Need {
                     .output()
                     .is_ok_and(|o| o.status.success());
                 (!ok).then(|| format!("{PYTHON} module {module}"))
+            }
+            Need::RustTarget(target) => {
+                let libdir = Command::new(rustc().unwrap_or_else(|| "rustc".into()))
+                    .args(["--print", "target-libdir", "--target", target])
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+                let ok = libdir
+                    .and_then(|d| std::fs::read_dir(d).ok())
+                    .is_some_and(|mut d| {
+                        d.any(|e| {
+                            e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
+                        })
+                    });
+                (!ok)
+                    .then(|| format!("rustc with the {target} target (rustup target add {target})"))
             }
         }
     }
@@ -177,6 +196,8 @@ const HOTSET: &str = include_str!("../../compat/hotset.py");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
 const GOMEM_GO: &str = include_str!("../../compat/gomem.go");
+const RUSTMEM_RS: &str = include_str!("../../compat/rustmem.rs");
+const MUSL: &str = "x86_64-unknown-linux-musl";
 /// Where a Go toolchain is looked for: Go's own installation, then the
 /// distribution's package (scripts/setup.sh installs it where neither is).
 const GO: &[&str] = &["/usr/local/go/bin/go", "/usr/bin/go"];
@@ -566,7 +587,38 @@ pub const CASES: &[Case] = &[
         check_plain_twice: false,
         flags: &[],
     },
+    Case {
+        name: "rust-musl",
+        about: "a Rust program built for musl (statically linked): fills, hashes and randomly rewrites a buffer, then builds maps in threads: paged from outside",
+        unit: "bytes",
+        needs: &[Need::RustTarget(MUSL)],
+        quick: Sizes { size: 64 * MIB, limit: 16 * MIB },
+        full: Sizes { size: 512 * MIB, limit: 128 * MIB },
+        setup: |ctx| {
+            ctx.put("rustmem.rs", RUSTMEM_RS)?;
+            let (out, src) = (ctx.path("rustmem"), ctx.path("rustmem.rs"));
+            let rustc = rustc().ok_or("no rustc")?;
+            let argv = [&rustc, "--edition", "2021", "-O", "--target", MUSL, "-o", &out, &src];
+            tool(&argv)
+        },
+        command: |ctx| vec![ctx.path("rustmem"), ctx.size.to_string()],
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
 ];
+
+/// The compiler itself (in its sysroot, not rustup's proxy, which needs
+/// the user's environment), as the `rustc` in `PATH` names it.
+fn rustc() -> Option<String> {
+    let out = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let bin = std::path::Path::new(&sysroot).join("bin/rustc");
+    (out.status.success() && bin.is_file()).then(|| bin.to_string_lossy().into_owned())
+}
 
 /// Compiles `randpage.c` (with `flags`: `-static`).
 fn build_randpage(ctx: &Ctx, flags: &[&str]) -> Result<(), String> {

@@ -52,6 +52,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "randpage",       root: Works,                 unprivileged: Works },
     Expectation { case: "randpage-static", root: Works,                unprivileged: Works },
     Expectation { case: "go-static",      root: Works,                 unprivileged: Works },
+    Expectation { case: "rust-musl",      root: Works,                 unprivileged: Works },
 ];
 
 pub(super) fn expected(case: &str, user: &User) -> Expected {

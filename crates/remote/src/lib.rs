@@ -30,6 +30,11 @@
 //!   `execve` (`PTRACE_TRACEME`), the pager opens its userfaultfd and
 //!   detaches. Between injections the target is not traced: its signals,
 //!   threads and `exec`s are its own.
+//! * **An unprivileged user** gets a user-mode-only userfaultfd: the
+//!   pager injects a seccomp filter that holds the target's system calls
+//!   with user pointers until it has mapped and pinned their buffers
+//!   ([`seccomp`], [`pins`], `pager/syscalls.rs`), from a quarter of the
+//!   limit on.
 //! * **Attaching to a running process** ([`attach`]): `PTRACE_SEIZE` of
 //!   its main thread, long enough to open the userfaultfd; its memory is
 //!   registered as it is (populated pages adopted). [`Pager::release`]
@@ -50,11 +55,15 @@
 //! 3. An injection leaves the thread as it was: every register restored,
 //!    an interrupted system call restarted, signals held while it was
 //!    stopped delivered at detach.
-//! 4. Kernel faults are handled (the userfaultfd is not user-mode-only):
-//!    the target's system calls on evicted pages wait for them. Where the
-//!    target may not have that (an unprivileged user without
-//!    `vm.unprivileged_userfaultfd`), the pager is not set up and the
-//!    program runs unpaged.
+//! 4. The kernel never touches a page that is not mapped: either kernel
+//!    faults are handled (the userfaultfd is not user-mode-only, and the
+//!    target's system calls on evicted pages wait for them), or the
+//!    target is under the syscall guard before any of its memory is
+//!    registered: each system call with a user pointer waits until its
+//!    buffers are mapped and pinned, and what the kernel touches outside
+//!    calls (rseq, robust lists, the word cleared at a thread's exit,
+//!    signal frames on alternate stacks and thread stacks) is pinned or
+//!    left to the kernel ([`seccomp`], [`pins`], `pager/syscalls.rs`).
 //!
 //! ## Lock order
 //!

@@ -296,46 +296,51 @@ pub fn build(spec: &FilterSpec) -> Result<Vec<SockFilter>, GuardError> {
             entries.push((n, b));
         }
     }
+    let mut asm = Asm::new();
+    for (shape, label) in dispatch_to_shapes(&mut asm, entries) {
+        asm.bind(label);
+        emit_block(&mut asm, spec, shape);
+    }
+    asm.finish()
+}
+
+/// The program's head: any architecture but x86_64 allowed, then a jump
+/// by system call number to the block of its shape (`read` and `write`
+/// first, 10 instructions instead of about 30, then a binary search;
+/// a number without one allowed). Returns each shape with the label its
+/// block must be bound to (one block per shape, shared by the calls that
+/// have it).
+fn dispatch_to_shapes<S: Copy + Ord>(asm: &mut Asm, mut entries: Vec<(i64, S)>) -> Vec<(S, Label)> {
     entries.sort_by_key(|&(n, _)| n);
-    let mut shapes: Vec<Block> = entries.iter().map(|&(_, b)| b).collect();
+    let mut shapes: Vec<S> = entries.iter().map(|&(_, b)| b).collect();
     shapes.sort();
     shapes.dedup();
-
-    let mut asm = Asm::new();
-    let block_labels: Vec<Label> = shapes.iter().map(|_| asm.label()).collect();
-    let label_of = |b: Block| -> Label {
-        let i = shapes.iter().position(|&s| s == b).unwrap_or(0);
-        block_labels[i]
-    };
-
-    // Architecture.
+    let blocks: Vec<(S, Label)> = shapes.iter().map(|&s| (s, asm.label())).collect();
+    let label_of = |b: S| blocks.iter().find(|&&(s, _)| s == b).map(|&(_, l)| l);
     let x86 = asm.label();
     asm.ld(OFF_ARCH);
     asm.jeq(AUDIT_ARCH_X86_64, Target::To(x86), Target::Next);
     asm.ret(RET_ALLOW);
     asm.bind(x86);
     asm.ld(OFF_NR);
-    // The hottest calls first, before the binary search: `read` and `write`
-    // run 10 instructions instead of about 30.
     for hot in [nr::READ, nr::WRITE] {
-        if let Some(&(_, b)) = entries.iter().find(|&&(n, _)| n == hot) {
+        if let Some(l) = entries
+            .iter()
+            .find(|&&(n, _)| n == hot)
+            .and_then(|&(_, b)| label_of(b))
+        {
             let skip = asm.label();
             asm.jeq(hot as u32, Target::Next, Target::To(skip));
-            asm.ja(label_of(b));
+            asm.ja(l);
             asm.bind(skip);
         }
     }
     let table: Vec<(u32, Label)> = entries
         .iter()
-        .map(|&(n, b)| (n as u32, label_of(b)))
+        .filter_map(|&(n, b)| Some((n as u32, label_of(b)?)))
         .collect();
-    dispatch(&mut asm, &table);
-
-    for (i, &shape) in shapes.iter().enumerate() {
-        asm.bind(block_labels[i]);
-        emit_block(&mut asm, spec, shape);
-    }
-    asm.finish()
+    dispatch(asm, &table);
+    blocks
 }
 
 /// Binary search over sorted `(nr, block)`: three instructions per inner
@@ -521,26 +526,9 @@ pub fn build_notify() -> Result<Vec<SockFilter>, GuardError> {
             entries.push((n, m));
         }
     }
-    entries.sort_by_key(|&(n, _)| n);
-    let mut shapes: Vec<Option<u8>> = entries.iter().map(|&(_, m)| m).collect();
-    shapes.sort();
-    shapes.dedup();
     let mut asm = Asm::new();
-    let labels: Vec<Label> = shapes.iter().map(|_| asm.label()).collect();
-    let label_of = |m: Option<u8>| labels[shapes.iter().position(|&s| s == m).unwrap_or(0)];
-    let x86 = asm.label();
-    asm.ld(OFF_ARCH);
-    asm.jeq(AUDIT_ARCH_X86_64, Target::To(x86), Target::Next);
-    asm.ret(RET_ALLOW);
-    asm.bind(x86);
-    asm.ld(OFF_NR);
-    let table: Vec<(u32, Label)> = entries
-        .iter()
-        .map(|&(n, m)| (n as u32, label_of(m)))
-        .collect();
-    dispatch(&mut asm, &table);
-    for (i, &shape) in shapes.iter().enumerate() {
-        asm.bind(labels[i]);
+    for (shape, label) in dispatch_to_shapes(&mut asm, entries) {
+        asm.bind(label);
         let notify = asm.label();
         match shape {
             None => asm.ja(notify),

@@ -386,12 +386,7 @@ impl Pager {
             if let Some(e) = self.fatal.take() {
                 return Err(e);
             }
-            let away: Vec<usize> = self
-                .pages
-                .iter()
-                .filter(|(_, p)| !matches!(p, Page::Resident))
-                .map(|(&a, _)| a)
-                .collect();
+            let away = self.pages_away();
             if away.is_empty() && self.retry.is_empty() {
                 break;
             }
@@ -853,6 +848,25 @@ impl Pager {
 
     fn in_registered(&self, addr: usize) -> bool {
         self.registered.iter().any(|&(s, e)| (s..e).contains(&addr))
+    }
+
+    /// The parts of `[s, e)` in registered memory.
+    fn registered_within(&self, s: usize, e: usize) -> Vec<Span> {
+        self.registered
+            .iter()
+            .filter(|&&(rs, re)| rs < e && re > s)
+            .map(|&(rs, re)| (rs.max(s), re.min(e)))
+            .collect()
+    }
+
+    /// The pages that are not mapped as they are here (stored, held, or
+    /// being evicted).
+    fn pages_away(&self) -> Vec<usize> {
+        self.pages
+            .iter()
+            .filter(|(_, p)| !matches!(p, Page::Resident))
+            .map(|(&a, _)| a)
+            .collect()
     }
 
     // ---- mappings -------------------------------------------------------

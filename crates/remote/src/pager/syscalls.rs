@@ -455,12 +455,7 @@ impl Pager {
     /// a protection left by a cut-short batch removed. `false` if a page
     /// could not be mapped yet.
     fn make_present(&mut self, (s, e): Span, writes: bool) -> Result<bool, PagerError> {
-        let parts: Vec<Span> = self
-            .registered
-            .iter()
-            .filter(|&&(rs, re)| rs < e && re > s)
-            .map(|&(rs, re)| (rs.max(s), re.min(e)))
-            .collect();
+        let parts = self.registered_within(s, e);
         let mut ready = true;
         for (ps, pe) in parts {
             let mut a = ps;
@@ -525,12 +520,7 @@ impl Pager {
     /// eviction held until the child exists. `false` while a page cannot
     /// be mapped yet.
     fn fork_begins(&mut self, tid: i32) -> Result<bool, PagerError> {
-        let away: Vec<usize> = self
-            .pages
-            .iter()
-            .filter(|(_, p)| !matches!(p, Page::Resident))
-            .map(|(&a, _)| a)
-            .collect();
+        let away = self.pages_away();
         let mut ready = true;
         for a in away {
             if matches!(self.pages.get(&a), Some(Page::Stored(_) | Page::Held)) {
@@ -589,12 +579,7 @@ impl Pager {
                 return Ok(false);
             }
         }
-        let parts: Vec<Span> = self
-            .registered
-            .iter()
-            .filter(|&&(rs, re)| rs < e && re > s)
-            .map(|&(rs, re)| (rs.max(s), re.min(e)))
-            .collect();
+        let parts = self.registered_within(s, e);
         for (ps, pe) in parts {
             let r = self.uffd.unregister(ps as *mut libc::c_void, pe - ps);
             if let Err(e) = r {

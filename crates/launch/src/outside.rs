@@ -48,9 +48,20 @@ pub fn report_of(pid: u32, limit_bytes: usize, pager: &remote::Pager) -> Process
         kernel_faults: true,
         ..RuntimeStats::default()
     };
+    // The syscall guard from outside, in the in-process guard's names: a
+    // call held by the filter is its trap, and its guarded call.
+    let guard = p.guarded.then(|| guard::Counters {
+        traps: p.syscall_notifications,
+        guarded_calls: p.syscall_notifications,
+        unknown_syscalls: p.syscall_unknown,
+        unknown_buffers: p.syscall_unknown_buffers,
+        pinned_bytes: p.syscall_pinned_bytes,
+        registered: p.syscall_registered,
+        ..Default::default()
+    });
     ProcessReport {
         program,
-        guard: None,
+        guard,
         runtime,
         swap,
     }

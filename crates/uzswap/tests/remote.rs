@@ -109,6 +109,11 @@ fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
             "{:?}",
             r.total.runtime
         );
+        if i == 1 {
+            // Its system calls were held by the guard's filter.
+            let traps = r.total.guard.map_or(0, |g| g.traps);
+            assert!(traps > 0, "no guarded call:\n{stderr}");
+        }
         // The peak RSS is not checked here: mappings are found by
         // polling, so what a program touches between two looks, or while
         // the pager is slowed by the machine's load, is not paged yet (the

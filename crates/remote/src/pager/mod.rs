@@ -153,6 +153,18 @@ pub struct PagerStats {
     pub syscall_notifications: u64,
     /// Pages mapped for the kernel before a call could touch them.
     pub syscall_pages_in: u64,
+    /// Of the calls, those the guard's table does not describe (their
+    /// buffers unknown: let through as they are).
+    pub syscall_unknown: u64,
+    /// Pointers the table could not size (the page at each pinned).
+    pub syscall_unknown_buffers: u64,
+    /// Bytes pinned (whole pages), summed over calls.
+    pub syscall_pinned_bytes: u64,
+    /// Pointers the kernel keeps (`rseq`, `sigaltstack`, the word cleared
+    /// at a thread's exit, …) pinned for as long as they are.
+    pub syscall_registered: u64,
+    /// Whether the syscall guard is in.
+    pub guarded: bool,
     /// Thread stacks left to the kernel (signal frames are written there).
     pub stacks_left_to_kernel: u64,
     /// Forks of the target: every stored page brought back first (the

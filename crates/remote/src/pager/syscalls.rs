@@ -125,6 +125,10 @@ struct CallPins {
     registered: Vec<(Span, bool)>,
     /// `CLONE_CHILD_CLEARTID`: the child's, held until unmapped.
     held: Vec<Span>,
+    /// The table does not describe the call.
+    unknown: bool,
+    /// Pointers it could not size.
+    unknown_buffers: u64,
 }
 
 impl Pager {
@@ -147,7 +151,10 @@ impl Pager {
                 self.lingering.push(tid);
             }
             match installed {
-                Ok(listener) => self.guard = Some(SyscallGuard::new(listener)),
+                Ok(listener) => {
+                    self.guard = Some(SyscallGuard::new(listener));
+                    self.stats.guarded = true;
+                }
                 Err(e) => {
                     eprintln!("uzswap: {pid} runs unpaged: the system-call guard could not be put in: {e}");
                     self.image_gone = true;
@@ -341,6 +348,15 @@ impl Pager {
         let Some(pins) = self.buffers_of(n)? else {
             return Ok(false);
         };
+        self.stats.syscall_unknown += pins.unknown as u64;
+        self.stats.syscall_unknown_buffers += pins.unknown_buffers;
+        let spans = pins.call.iter().chain(&pins.registered).map(|&(s, _)| s);
+        let bytes: usize = spans
+            .chain(pins.held.iter().copied())
+            .map(|(s, e)| e - s)
+            .sum();
+        self.stats.syscall_pinned_bytes += bytes as u64;
+        self.stats.syscall_registered += (pins.registered.len() + pins.held.len()) as u64;
         if let Some(g) = self.guard.as_mut() {
             let restartable = RESTARTABLE.contains(&n.nr);
             g.pins.set_call(
@@ -380,8 +396,11 @@ impl Pager {
                 failed: Cell::new(None),
             };
             let mut found = Vec::new();
-            guard::for_each_buffer(n.nr, &n.args, &mem, &mut |b| found.push(b));
-            out = CallPins::default();
+            let coverage = guard::for_each_buffer(n.nr, &n.args, &mem, &mut |b| found.push(b));
+            out = CallPins {
+                unknown: coverage == guard::Coverage::Unknown,
+                ..CallPins::default()
+            };
             for b in found {
                 match b {
                     Buffer::Range { addr, len, access } => out
@@ -403,6 +422,7 @@ impl Pager {
                         }
                     }
                     Buffer::Unknown { addr } => {
+                        out.unknown_buffers += 1;
                         out.call.extend(page_span(addr, 1).map(|s| (s, true)))
                     }
                 }

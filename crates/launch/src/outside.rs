@@ -174,6 +174,7 @@ fn pager_config(
         swap,
         shared_limit_file,
         charge_pool: settings.charge_pool,
+        user_mode_only: settings.user_mode_only,
     }
 }
 
@@ -207,6 +208,9 @@ impl Attach {
         on_attached: impl FnOnce() + Send,
     ) -> Result<AttachOutcome, LaunchError> {
         self.settings.validate()?;
+        if self.settings.user_mode_only {
+            return Err(LaunchError::AttachUserModeOnly);
+        }
         let dir = new_stats_dir("uzswap-attach")?;
         let shared = shared_limit_path(&self.settings, &dir);
         let config = pager_config(&self.settings, Some(shared));

@@ -30,6 +30,8 @@ pub enum LaunchError {
     RunDir(#[from] crate::rundir::RunDirError),
     #[error("--max-slowdown: {0}")]
     Controller(String),
+    #[error("uzswap attach pages with a userfaultfd that handles kernel faults: --user-mode-only would leave its system-call filter in the process after detach (seccomp filters cannot be taken out)")]
+    AttachUserModeOnly,
     #[error("paging process {pid} from outside: {source}")]
     Outside {
         pid: u32,

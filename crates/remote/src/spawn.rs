@@ -101,7 +101,7 @@ fn set_up(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
             return Err(e.into());
         }
     };
-    let guarded = crate::seccomp::guard_needed();
+    let guarded = config.user_mode_only || crate::seccomp::guard_needed();
     let mut tracee = Tracee::stopped(pid, insn)?;
     let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {}, guarded);
     tracee.detach()?;

@@ -5,7 +5,11 @@
 //! interleaved, elapsed and CPU (user + system, every thread) timed from
 //! outside. Two shapes: `bs=4k` (small buffers, no region: the guard must
 //! not cost anything) and `bs=1M` (the buffer is a region: every `read`
-//! and `write` pins it).
+//! and `write` pins it). With `--with-static`, the same copy by a
+//! statically linked program (`ddstatic.c`) that first fills 64 MiB, under
+//! `--limit 32M`: paged from outside, and with `--user-mode-only` under
+//! the out-of-process syscall guard (each `read` and `write` held by the
+//! seccomp filter until the pager has mapped and pinned its buffer).
 
 use crate::progress::Progress;
 use crate::{median, BenchError};
@@ -40,6 +44,62 @@ impl Mode {
 pub struct Shape {
     pub bs: &'static str,
     pub count: u64,
+    /// The static program instead of dd (compiled at this path).
+    pub static_program: Option<PathBuf>,
+}
+
+/// The static copy program's source.
+const DDSTATIC_C: &str = include_str!("ddstatic.c");
+/// What it fills first, and the limit it runs under: the pager registers
+/// its memory, so that the guard is in.
+const STATIC_HELD_MIB: u64 = 64;
+const STATIC_LIMIT: &str = "32M";
+
+/// Compiles `ddstatic.c` with `cc -static` into `dir`.
+pub fn build_static(dir: &Path) -> Result<PathBuf, BenchError> {
+    std::fs::create_dir_all(dir).map_err(|e| BenchError::Params(e.to_string()))?;
+    let (src, bin) = (dir.join("ddstatic.c"), dir.join("ddstatic"));
+    std::fs::write(&src, DDSTATIC_C).map_err(|e| BenchError::Params(e.to_string()))?;
+    let status = std::process::Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map_err(|e| BenchError::Params(format!("cc: {e}")))?;
+    if !status.success() {
+        return Err(BenchError::Params(
+            "cc -static ddstatic.c failed (libc6-dev's libc.a, installed by scripts/setup.sh)"
+                .into(),
+        ));
+    }
+    Ok(bin)
+}
+
+/// The static program's run: `uzswap run` of this binary (it pages the
+/// program from outside), with `--user-mode-only` for the guard.
+fn static_command(
+    shape: &Shape,
+    program: &Path,
+    mode: Mode,
+) -> Result<std::process::Command, BenchError> {
+    let args = [
+        shape.bs.to_string(),
+        shape.count.to_string(),
+        STATIC_HELD_MIB.to_string(),
+    ];
+    if mode == Mode::Plain {
+        let mut c = std::process::Command::new(program);
+        c.args(args);
+        return Ok(c);
+    }
+    let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
+    let mut c = std::process::Command::new(exe);
+    c.args(["run", "-q", "--limit", STATIC_LIMIT]);
+    if mode == Mode::Guard {
+        c.arg("--user-mode-only");
+    }
+    c.arg("--").arg(program).args(args);
+    Ok(c)
 }
 
 /// Parameters of `uzswap bench syscalls`.
@@ -55,6 +115,8 @@ pub struct SyscallsParams {
 pub struct Row {
     pub bs: &'static str,
     pub count: u64,
+    /// The static program's (else dd's).
+    pub program: Option<PathBuf>,
     pub mode: Mode,
     pub elapsed: f64,
     pub cpu: f64,
@@ -70,13 +132,14 @@ fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), Ben
         format!("count={}", shape.count),
     ];
     let mut dir = None;
-    let mut cmd = match mode {
-        Mode::Plain => {
+    let mut cmd = match (mode, &shape.static_program) {
+        (_, Some(program)) => static_command(shape, program, mode)?,
+        (Mode::Plain, None) => {
             let mut c = std::process::Command::new(&args[0]);
             c.args(&args[1..]);
             c
         }
-        Mode::KernelFaults | Mode::Guard => {
+        (Mode::KernelFaults | Mode::Guard, None) => {
             let settings = Settings {
                 user_mode_only: mode == Mode::Guard,
                 ..Settings::default()
@@ -137,6 +200,7 @@ pub fn run(p: &SyscallsParams, progress: &Progress) -> Result<Vec<Row>, BenchErr
             rows.push(Row {
                 bs: shape.bs,
                 count: shape.count,
+                program: shape.static_program.clone(),
                 mode: Mode::ALL[i],
                 elapsed: median(e),
                 cpu: median(c),
@@ -161,10 +225,17 @@ pub fn table(rows: &[Row]) -> Table {
     for r in rows {
         let plain = rows
             .iter()
-            .find(|p| p.bs == r.bs && p.mode == Mode::Plain)
+            .find(|p| p.bs == r.bs && p.program == r.program && p.mode == Mode::Plain)
             .expect("every shape has a plain row");
+        let what = match r.program {
+            Some(_) => format!(
+                "static, {STATIC_HELD_MIB} MiB held, --limit {STATIC_LIMIT}: bs={} count={}",
+                r.bs, r.count
+            ),
+            None => format!("bs={} count={}", r.bs, r.count),
+        };
         t.add_row(vec![
-            format!("bs={} count={}", r.bs, r.count),
+            what,
             r.mode.label().to_string(),
             format!("{:.3}", r.elapsed),
             format!("{:.3}", r.cpu),

@@ -203,6 +203,10 @@ struct SyscallsArgs {
     /// Rounds of the three runs (medians are reported).
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Also a statically linked copy program (paged from outside; its
+    /// guard is the out-of-process one): bs=4k, this many blocks.
+    #[arg(long)]
+    with_static: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -644,25 +648,37 @@ fn bench_store(a: &StoreArgs) -> Result<(), BenchError> {
 fn bench_syscalls(a: &SyscallsArgs) -> Result<(), BenchError> {
     use uzswap_bench::syscalls::{self, Shape, SyscallsParams};
     let exe = std::env::current_exe().map_err(|e| BenchError::Params(e.to_string()))?;
-    let params = SyscallsParams {
+    let mut params = SyscallsParams {
         shapes: vec![
             Shape {
                 bs: "4k",
                 count: a.count_4k,
+                static_program: None,
             },
             Shape {
                 bs: "1M",
                 count: a.count_1m,
+                static_program: None,
             },
         ],
         reps: a.reps.max(1),
         library: launch::find_library(&exe).map_err(|e| BenchError::Params(e.to_string()))?,
     };
+    let work = std::env::temp_dir().join(format!("uzswap-bench-syscalls-{}", std::process::id()));
+    if let Some(count) = a.with_static {
+        params.shapes.push(Shape {
+            bs: "4k",
+            count,
+            static_program: Some(syscalls::build_static(&work)?),
+        });
+    }
     let progress = Progress::new(
         "bench syscalls",
         (params.shapes.len() * params.reps * syscalls::Mode::ALL.len()) as u64,
     );
-    let rows = syscalls::run(&params, &progress)?;
+    let rows = syscalls::run(&params, &progress);
+    let _ = std::fs::remove_dir_all(&work);
+    let rows = rows?;
     progress.finish();
     println!(
         "dd if=/dev/zero of=/dev/null, median of {} interleaved rounds; CPU = user + system of every thread, from outside",

@@ -68,6 +68,9 @@ pub struct PagerConfig {
     pub shared_limit_file: Option<std::path::PathBuf>,
     /// The pool counts in the limit (`--uncharged-pool` turns it off).
     pub charge_pool: bool,
+    /// A user-mode-only userfaultfd and the syscall guard even where one
+    /// that handles kernel faults could be opened (`--user-mode-only`).
+    pub user_mode_only: bool,
 }
 
 /// Whether `fd` is readable now.

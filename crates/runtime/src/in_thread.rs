@@ -327,22 +327,18 @@ impl Pager {
         if self.env.mode != FaultMode::InThread {
             return;
         }
-        for page in (addr..addr + len).step_by(PAGE) {
-            let state = {
-                let st = self.lock();
-                match st.locate(page) {
-                    Some((base, idx)) => st.regions[&base].pages[idx],
-                    None => continue,
-                }
-            };
+        let end = addr.saturating_add(len);
+        let mut from = addr;
+        // One lock over each run of pages that need nothing (a pinned
+        // page's state only changes by a fault: the scan stays true until
+        // the page it stopped at is served). No allocation: this runs in
+        // the syscall guard's signal handler.
+        while let Some((page, state)) = self.next_to_fault_in(from, end, write) {
+            from = page + PAGE;
             let missing = matches!(
                 state.state,
                 crate::protocol::PageState::Untouched | crate::protocol::PageState::Swapped { .. }
             );
-            let protected = write
-                && (state.armed
-                    || state.shared
-                    || matches!(state.state, crate::protocol::PageState::Clean { .. }));
             // A pinned buffer's swap-ins and write-protect faults stall
             // its system call; its first touches map zeros, as a plain run's
             // would.
@@ -354,12 +350,36 @@ impl Pager {
                 if state.state != PageState::Untouched {
                     self.note_stall(started.elapsed());
                 }
-            } else if protected {
+            } else {
                 let mut op = WpFault::new(page).served_in_thread();
                 self.drive(|cx| op.step(cx));
                 self.note_stall(started.elapsed());
             }
         }
+    }
+
+    /// The first region page of `[from, end)` an access (a write if
+    /// `write`) would fault on: missing, or write-protected for a write.
+    fn next_to_fault_in(
+        &self,
+        from: usize,
+        end: usize,
+        write: bool,
+    ) -> Option<(usize, crate::protocol::Page)> {
+        let st = self.lock();
+        (from..end).step_by(PAGE).find_map(|page| {
+            let (base, idx) = st.locate(page)?;
+            let state = st.regions[&base].pages[idx];
+            let missing = matches!(
+                state.state,
+                crate::protocol::PageState::Untouched | crate::protocol::PageState::Swapped { .. }
+            );
+            let protected = write
+                && (state.armed
+                    || state.shared
+                    || matches!(state.state, crate::protocol::PageState::Clean { .. }));
+            (missing || protected).then_some((page, state))
+        })
     }
 }
 

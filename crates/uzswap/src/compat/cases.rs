@@ -196,6 +196,7 @@ const HOTSET: &str = include_str!("../../compat/hotset.py");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
 const GOMEM_GO: &str = include_str!("../../compat/gomem.go");
+const GONET_GO: &str = include_str!("../../compat/gonet.go");
 const RUSTMEM_RS: &str = include_str!("../../compat/rustmem.rs");
 const MUSL: &str = "x86_64-unknown-linux-musl";
 /// Where a Go toolchain is looked for: Go's own installation, then the
@@ -577,11 +578,20 @@ pub const CASES: &[Case] = &[
         needs: &[Need::OneOf(GO)],
         quick: Sizes { size: 128 * MIB, limit: 32 * MIB },
         full: Sizes { size: 512 * MIB, limit: 128 * MIB },
-        setup: |ctx| {
-            ctx.put("main.go", GOMEM_GO)?;
-            ctx.put("go.mod", "module gomem\n\ngo 1.19\n")?;
-            go_build(ctx)
-        },
+        setup: |ctx| go_build(ctx, GOMEM_GO),
+        command: |ctx| vec![ctx.path("gomem"), ctx.size.to_string()],
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "go-net",
+        about: "a statically linked Go service: records in its heap served over HTTP on loopback (net/http) to eight clients in the same process, which hash what they fetch: paged from outside",
+        unit: "MiB",
+        needs: &[Need::OneOf(GO)],
+        quick: Sizes { size: 128, limit: 32 * MIB },
+        full: Sizes { size: 512, limit: 128 * MIB },
+        setup: |ctx| go_build(ctx, GONET_GO),
         command: |ctx| vec![ctx.path("gomem"), ctx.size.to_string()],
         outputs: &[],
         check_plain_twice: false,
@@ -640,9 +650,11 @@ fn randpage_command(ctx: &Ctx) -> Vec<String> {
     ]
 }
 
-/// Builds `gomem` statically (CGO_ENABLED=0), offline, with the build's
-/// caches in the case's folder.
-fn go_build(ctx: &Ctx) -> Result<(), String> {
+/// Builds the Go program `source` as `gomem`, statically (CGO_ENABLED=0),
+/// offline, with the build's caches in the case's folder.
+fn go_build(ctx: &Ctx, source: &str) -> Result<(), String> {
+    ctx.put("main.go", source)?;
+    ctx.put("go.mod", "module gomem\n\ngo 1.19\n")?;
     let go = GO
         .iter()
         .find(|p| Need::Program(p).missing().is_none())

@@ -52,6 +52,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "randpage",       root: Works,                 unprivileged: Works },
     Expectation { case: "randpage-static", root: Works,                unprivileged: Works },
     Expectation { case: "go-static",      root: Works,                 unprivileged: Works },
+    Expectation { case: "go-net",         root: Works,                 unprivileged: Works },
     Expectation { case: "rust-musl",      root: Works,                 unprivileged: Works },
 ];
 

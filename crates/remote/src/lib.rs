@@ -47,7 +47,7 @@
 //!    write-protected before it is read for storing, and discarded only
 //!    after it is stored; a write in between waits in a write-protect
 //!    fault that is woken only after the discard, and then faults as
-//!    missing and gets the stored bytes (`pager.rs` argues each state).
+//!    missing and gets the stored bytes (`pager/mod.rs` argues each state).
 //! 2. The pager never makes the kernel wait for itself: it reads only
 //!    populated pages (a read of an unpopulated one would fault into its
 //!    own userfaultfd), and serves events while it waits for a stopped

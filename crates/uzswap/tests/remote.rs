@@ -34,8 +34,9 @@ fn compile_static(name: &str, dir: &Path) -> PathBuf {
     bin
 }
 
-const STEPS: [&str; 6] = [
+const STEPS: [&str; 7] = [
     "threads: ok",
+    "signals: ok",
     "syscalls: ok",
     "fork: ok",
     "mappings: ok",

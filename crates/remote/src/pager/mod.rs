@@ -901,9 +901,6 @@ impl Pager {
             return Ok(()); // exiting
         };
         self.forget_exited_threads();
-        for &(s, e) in self.stacks_left_to_kernel() {
-            want = subtract(&want, s, e);
-        }
         if let Some((hwm, anon)) = crate::mem::rss_bytes(self.pid) {
             self.stats.peak_rss_bytes = hwm;
             if !self.paging {
@@ -922,6 +919,11 @@ impl Pager {
                 }
                 self.unpaged_pages = 0;
             }
+        }
+        // After the guard went in: its look at the threads leaves their
+        // stacks to the kernel.
+        for &(s, e) in self.stacks_left_to_kernel() {
+            want = subtract(&want, s, e);
         }
         let mut have = self.registered.clone();
         if let Some(p) = self.scratch {

@@ -13,9 +13,11 @@
 //!    privilege, it could not be given the stored ones).
 //! 3. A new thread's stack (`clone` with `CLONE_VM` and a stack) is left
 //!    to the kernel, which writes signal frames there: unregistered and
-//!    never registered again, when it is a mapping of its own (up to
-//!    [`STACK_MAPPING_MAX`]); in a larger mapping (Go's heap, where its
-//!    runtime puts a thread's system stack) its top is pinned.
+//!    never registered again, when it is a mapping of its own as the C
+//!    libraries make one (a guard page below it, up to
+//!    [`STACK_MAPPING_MAX`]); elsewhere (Go's heap, where its runtime puts
+//!    a thread's system stack, and whose signals go to alternate stacks)
+//!    the 64 KiB below its top are pinned.
 //! 4. The call's buffers (the guard crate's table: `for_each_buffer`,
 //!    reading the target's memory; a pointer in a page that is not mapped
 //!    maps that page and walks again) are mapped: stored pages swapped in,
@@ -42,8 +44,8 @@ use guard::{nr, Buffer, UserMem};
 use std::cell::Cell;
 use std::collections::VecDeque;
 
-/// A new thread's stack in a mapping at most this large is left to the
-/// kernel whole.
+/// A new thread's stack in a mapping of its own (a guard page below) at
+/// most this large is left to the kernel whole.
 pub const STACK_MAPPING_MAX: usize = 64 << 20;
 /// Otherwise this much below its top is pinned.
 const STACK_TOP_PINNED: usize = 64 << 10;
@@ -302,6 +304,15 @@ impl Pager {
     /// Serves the calls waiting (see the module's docs).
     pub(super) fn serve_calls(&mut self) -> Result<(), PagerError> {
         self.take_calls();
+        if self.guard.is_none() {
+            return Ok(());
+        }
+        // A call of a new image (the target ran `execve`) is served in it:
+        // the exec is followed first (checked after the calls were taken,
+        // so that none of them was made after a look that missed it).
+        if !self.image_gone && !self.pagemap.alive() {
+            self.reopen_after_exec()?;
+        }
         let Some(g) = self.guard.as_mut() else {
             return Ok(());
         };
@@ -576,11 +587,14 @@ impl Pager {
     /// A new thread's stack, whose top is `top`: left to the kernel (see
     /// the module's docs). `false` while a page cannot be brought back.
     fn thread_stack(&mut self, top: usize) -> Result<bool, PagerError> {
-        let Some((s, e)) = mapping_at(self.pid, top.saturating_sub(1)) else {
+        let Some(((s, e), guard_page)) = mapping_at(self.pid, top.saturating_sub(1)) else {
             return Ok(true);
         };
-        if e - s > STACK_MAPPING_MAX {
-            let span = (top.saturating_sub(STACK_TOP_PINNED) & !(PAGE_SIZE - 1), top);
+        if !guard_page || e - s > STACK_MAPPING_MAX {
+            let Some(span) = page_span(top.saturating_sub(STACK_TOP_PINNED), STACK_TOP_PINNED)
+            else {
+                return Ok(true);
+            };
             if let Some(g) = self.guard.as_mut() {
                 g.pins.hold(span);
             }
@@ -616,9 +630,12 @@ impl Pager {
                 self.stats.resident_pages -= 1;
             }
         }
-        self.stats.stacks_left_to_kernel += 1;
         if let Some(g) = self.guard.as_mut() {
-            g.stacks.push((s, e));
+            if !g.stacks.contains(&(s, e)) {
+                // (A stack the C library reuses for a new thread is one.)
+                g.stacks.push((s, e));
+                self.stats.stacks_left_to_kernel += 1;
+            }
         }
         Ok(true)
     }
@@ -711,13 +728,23 @@ fn clone3_word(n: &Notification, offset: usize) -> Option<u64> {
     Some(u64::from_ne_bytes(b))
 }
 
-/// The private anonymous mapping of process `pid` that holds `addr`.
-fn mapping_at(pid: i32, addr: usize) -> Option<Span> {
+/// The private anonymous mapping of process `pid` that holds `addr`, and
+/// whether an inaccessible mapping ends where it starts (a guard page: a
+/// thread stack as the C libraries map one).
+fn mapping_at(pid: i32, addr: usize) -> Option<(Span, bool)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    maps.lines()
-        .filter(|l| crate::maps::is_pageable(l))
-        .filter_map(crate::maps::parse_range)
-        .find(|&(s, e)| (s..e).contains(&addr))
+    let mut guard_ends = None;
+    for line in maps.lines() {
+        let Some(range) = crate::maps::parse_range(line) else {
+            continue;
+        };
+        if crate::maps::is_pageable(line) && (range.0..range.1).contains(&addr) {
+            return Some((range, guard_ends == Some(range.0)));
+        }
+        let perms = line.split_whitespace().nth(1).unwrap_or("");
+        guard_ends = perms.starts_with("---").then_some(range.1);
+    }
+    None
 }
 
 /// Whether thread `tid` uses process `pid`'s memory (its thread, or a
@@ -738,4 +765,42 @@ fn thread_alive(tid: i32) -> bool {
 fn children_of(pid: i32, tid: i32) -> usize {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
         .map_or(0, |s| s.split_whitespace().count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Maps three pages, the lowest with `low_prot`, the others read-write.
+    fn three_pages(low_prot: libc::c_int) -> usize {
+        // SAFETY: a new private anonymous mapping of our own.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                3 * PAGE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(at, libc::MAP_FAILED);
+        // SAFETY: the first page of the mapping just made.
+        assert_eq!(unsafe { libc::mprotect(at, PAGE_SIZE, low_prot) }, 0);
+        at as usize
+    }
+
+    #[test]
+    fn a_stack_as_the_c_libraries_map_one_has_a_guard_page_below() {
+        let pid = std::process::id() as i32;
+        let stack = three_pages(libc::PROT_NONE);
+        let top = stack + 3 * PAGE_SIZE;
+        let ((s, e), guard_page) = mapping_at(pid, top - 1).unwrap();
+        assert_eq!((s, e), (stack + PAGE_SIZE, top));
+        assert!(guard_page);
+        let other = three_pages(libc::PROT_READ);
+        let ((s, _), guard_page) = mapping_at(pid, other + 2 * PAGE_SIZE).unwrap();
+        assert_eq!(s, other + PAGE_SIZE);
+        assert!(!guard_page, "a readable mapping below is no guard page");
+    }
 }

@@ -1,7 +1,10 @@
 /* Built with -static: what a program paged from outside does to its
  * memory. Fills MIB MiB (malloc: mmap'd by glibc), then, all checked
  * against the pattern:
- *   - THREADS threads rewrite and check their quarters, several passes;
+ *   - THREADS threads rewrite and check their quarters, several passes,
+ *     taking SIGUSR1 meanwhile (odd threads on an alternate signal stack
+ *     in malloc'd memory, even ones on their own stacks) until each has
+ *     handled 20;
  *   - write(2) of the buffer to a pipe read(2) back into a second buffer
  *     (the kernel reads and writes evicted pages);
  *   - a forked child checks the whole buffer while the parent rewrites it;
@@ -11,7 +14,9 @@
  * Usage: staticcheck [MIB] [THREADS] */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +27,22 @@
 static uint64_t *buf;
 static size_t words;
 static int threads;
+#define SIGNALS 20
+static volatile sig_atomic_t got[64];
+static __thread int me;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    volatile char frame[2048]; /* a handler that uses its stack */
+    frame[0] = 1;
+    frame[sizeof frame - 1] = frame[0];
+    got[me]++;
+}
+
+static void pause_a_little(void) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, 0);
+}
 
 static uint64_t pattern(size_t i, uint64_t pass) { return (i * 0x9E3779B97F4A7C15ull) ^ (pass << 56) ^ (i >> 9); }
 
@@ -37,10 +58,16 @@ static int check(const uint64_t *p, size_t from, size_t to, uint64_t pass, const
 static void *worker(void *arg) {
     size_t t = (size_t)arg, per = words / threads;
     size_t from = t * per, to = t + 1 == (size_t)threads ? words : from + per;
+    me = (int)t;
+    if (t % 2) {
+        stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16, .ss_flags = 0};
+        if (!ss.ss_sp || sigaltstack(&ss, 0)) return (void *)1;
+    }
     for (uint64_t pass = 1; pass <= 3; pass++) {
         if (check(buf, from, to, pass - 1, "thread")) return (void *)1;
         for (size_t i = from; i < to; i++) buf[i] = pattern(i, pass);
     }
+    while (got[t] < SIGNALS) pause_a_little();
     return 0;
 }
 
@@ -52,12 +79,27 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < words; i++) buf[i] = pattern(i, 0);
     printf("filled %zu MiB\n", mib);
 
+    if (threads > 64) threads = 64;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_ONSTACK | SA_RESTART;
+    sigaction(SIGUSR1, &sa, 0);
     pthread_t th[64];
     for (int t = 0; t < threads; t++) pthread_create(&th[t], 0, worker, (void *)(size_t)t);
+    for (int all = 0; !all;) {
+        all = 1;
+        for (int t = 0; t < threads; t++)
+            if (got[t] < SIGNALS) {
+                all = 0;
+                pthread_kill(th[t], SIGUSR1);
+            }
+        pause_a_little();
+    }
     int bad = 0;
     for (int t = 0; t < threads; t++) { void *r; pthread_join(th[t], &r); bad |= r != 0; }
     if (bad || check(buf, 0, words, 3, "after threads")) return 1;
-    printf("threads: ok\n");
+    printf("threads: ok\nsignals: ok\n");
 
     /* The kernel copies evicted pages out (write) and into others (read). */
     uint64_t *copy = malloc(words * 8);

@@ -183,7 +183,7 @@ impl Pager {
         let (pid, insn) = (self.pid, self.syscall_insn);
         for tid in self.tids() {
             let mut serve = || self.serve_events();
-            let tracee = match Tracee::seize(pid, tid, insn, &mut serve) {
+            let mut tracee = match Tracee::seize(pid, tid, insn, &mut serve) {
                 Ok(t) => t,
                 Err(_) if !thread_alive(tid) => continue,
                 Err(InjectError::Timeout { tid, .. }) => {
@@ -196,7 +196,6 @@ impl Pager {
                     return Ok(false);
                 }
             };
-            let mut tracee = tracee;
             let call = tracee.restarting_call();
             let sp = tracee.stack_pointer();
             self.in_flight.tracee = Some(tid);

@@ -4,13 +4,13 @@
 //! A user who may not open a userfaultfd that handles kernel faults (no
 //! `CAP_SYS_PTRACE`, `vm.unprivileged_userfaultfd=0`) gets a user-mode-only
 //! one: a system call of the target on a page that is not mapped fails
-//! with `EFAULT` instead of waiting for the pager. So the target starts
+//! with `EFAULT` instead of waiting for the pager. So the target is put
 //! under a filter ([`guard::filter::build_notify`]) that stops every
 //! system call that takes a user pointer until the pager has answered it;
 //! the pager maps and pins the call's buffers first. The filter is
-//! injected ([`install_in`]) when the pager is about to register the
-//! target's memory (below half the limit nothing is registered, and no
-//! call pays for the guard).
+//! injected ([`install_in`]) before the pager registers any of the
+//! target's memory, once that memory reaches a quarter of the limit
+//! (below it no call pays for the guard).
 
 use crate::inject::{InjectError, Tracee};
 use common::PAGE_SIZE;
@@ -63,7 +63,7 @@ impl Listener {
     /// receive blocks when none is: it is only made after `poll` says one
     /// is there; a call withdrawn meanwhile gives `ENOENT`, i.e. `None`.)
     pub fn recv(&self) -> Option<Notification> {
-        if !self.poll(libc::POLLIN) {
+        if !self.waiting() {
             return None;
         }
         // SAFETY: seccomp_notif is plain data; zero is a valid value.
@@ -91,16 +91,16 @@ impl Listener {
         unsafe { libc::ioctl(self.fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) == 0 }
     }
 
-    /// Whether a call is waiting now (`POLLIN`, and not only `POLLHUP`).
-    fn poll(&self, events: libc::c_short) -> bool {
+    /// Whether a call is waiting now (`POLLIN`, not only `POLLHUP`).
+    fn waiting(&self) -> bool {
         let mut p = libc::pollfd {
             fd: self.fd(),
-            events,
+            events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut p, 1, 0) };
-        p.revents & events != 0
+        p.revents & libc::POLLIN != 0
     }
 
     /// Answers every call that comes, unseen, until every process that

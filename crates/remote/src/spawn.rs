@@ -104,8 +104,14 @@ fn set_up(pid: i32, config: &PagerConfig) -> Result<Pager, PagerError> {
     let guarded = config.user_mode_only || crate::seccomp::guard_needed();
     let mut tracee = Tracee::stopped(pid, insn)?;
     let uffd = crate::uffd::open_in(pid, &mut tracee, &mut || {}, guarded);
+    // Made while the child is stopped: one that exits at once (its pid,
+    // pidfd and pagemap gone) is then paged until its exit, not reported
+    // as unpaged.
+    let pager = uffd
+        .map_err(PagerError::from)
+        .and_then(|uffd| Pager::new(pid, uffd, config));
     tracee.detach()?;
-    Ok(Pager::new(pid, uffd?, config)?.guarded(guarded))
+    Ok(pager?.guarded(guarded))
 }
 
 /// Pages a running process from outside: one of its threads is stopped

@@ -124,6 +124,23 @@ fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
 }
 
 #[test]
+fn a_static_program_that_exits_at_once_is_not_reported_unpaged() {
+    let dir = tempdir("exitnow");
+    let bin = compile_static("exitnow", &dir);
+    for _ in 0..5 {
+        let out = Command::new(UZSWAP)
+            .args(["run", "-q", "--"])
+            .arg(&bin)
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("unpaged"), "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_static_program_that_execs_is_paged_in_its_new_image_too() {
     let dir = tempdir("exec");
     let wrap = compile_static("execwrap", &dir);

@@ -116,7 +116,7 @@ pub struct Row {
     pub bs: &'static str,
     pub count: u64,
     /// The static program's (else dd's).
-    pub program: Option<PathBuf>,
+    pub static_program: bool,
     pub mode: Mode,
     pub elapsed: f64,
     pub cpu: f64,
@@ -200,7 +200,7 @@ pub fn run(p: &SyscallsParams, progress: &Progress) -> Result<Vec<Row>, BenchErr
             rows.push(Row {
                 bs: shape.bs,
                 count: shape.count,
-                program: shape.static_program.clone(),
+                static_program: shape.static_program.is_some(),
                 mode: Mode::ALL[i],
                 elapsed: median(e),
                 cpu: median(c),
@@ -225,14 +225,15 @@ pub fn table(rows: &[Row]) -> Table {
     for r in rows {
         let plain = rows
             .iter()
-            .find(|p| p.bs == r.bs && p.program == r.program && p.mode == Mode::Plain)
+            .find(|p| p.bs == r.bs && p.static_program == r.static_program && p.mode == Mode::Plain)
             .expect("every shape has a plain row");
-        let what = match r.program {
-            Some(_) => format!(
+        let what = if r.static_program {
+            format!(
                 "static, {STATIC_HELD_MIB} MiB held, --limit {STATIC_LIMIT}: bs={} count={}",
                 r.bs, r.count
-            ),
-            None => format!("bs={} count={}", r.bs, r.count),
+            )
+        } else {
+            format!("bs={} count={}", r.bs, r.count)
         };
         t.add_row(vec![
             what,

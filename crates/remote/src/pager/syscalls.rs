@@ -264,17 +264,20 @@ impl Pager {
                 kept.extend(page_span(at, 4).map(|s| (nr::SET_TID_ADDRESS, s)));
             }
         }
-        // stack_t: ss_sp @0, ss_flags @8 (SS_DISABLE = 2), ss_size @16.
-        let old = scratch + 8;
-        let r = tracee.syscall(libc::SYS_sigaltstack, &[0, old as u64], &mut serve);
-        let mut stack = [0u8; 24];
-        if matches!(r, Ok(0)) && crate::mem::read(pid, old, &mut stack).is_ok() {
-            let word =
-                |o: usize| u64::from_ne_bytes(stack[o..o + 8].try_into().unwrap_or_default());
-            let (sp, flags, size) = (word(0) as usize, word(8) as u32, word(16) as usize);
-            if flags & 2 == 0 && sp != 0 {
-                kept.extend(page_span(sp, size).map(|s| (nr::SIGALTSTACK, s)));
-            }
+        // The old stack, read as the table reads a new one (`stack_t`, its
+        // area registered unless disabled).
+        let old = (scratch + 8) as u64;
+        let r = tracee.syscall(libc::SYS_sigaltstack, &[0, old], &mut serve);
+        if matches!(r, Ok(0)) {
+            let mem = RemoteMem {
+                tid,
+                failed: Cell::new(None),
+            };
+            guard::for_each_buffer(nr::SIGALTSTACK, &[old, 0, 0, 0, 0, 0], &mem, &mut |b| {
+                if let Buffer::Registered { addr, len, .. } = b {
+                    kept.extend(page_span(addr, len).map(|s| (nr::SIGALTSTACK, s)));
+                }
+            });
         }
         kept
     }
@@ -303,7 +306,7 @@ impl Pager {
     /// Serves the calls waiting (see the module's docs).
     pub(super) fn serve_calls(&mut self) -> Result<(), PagerError> {
         self.take_calls();
-        if self.guard.is_none() {
+        if !self.calls_pending() {
             return Ok(());
         }
         // A call of a new image (the target ran `execve`) is served in it:

@@ -50,6 +50,12 @@ pub fn page_span(addr: usize, len: usize) -> Option<Span> {
     Some((addr & !(PAGE_SIZE - 1), end))
 }
 
+/// Whether `addr` lies in one of `spans` (sorted, disjoint: [`Pins::spans`]).
+pub fn in_spans(spans: &[Span], addr: usize) -> bool {
+    let i = spans.partition_point(|&(_, e)| e <= addr);
+    spans.get(i).is_some_and(|&(s, _)| s <= addr)
+}
+
 impl Pins {
     /// Thread `tid`'s new call: its last call's pins go, these come.
     pub fn set_call(&mut self, tid: i32, spans: Vec<Span>, restartable: bool) {
@@ -109,8 +115,7 @@ impl Pins {
 
     /// Whether the page at `addr` is pinned.
     pub fn contains(&self, addr: usize) -> bool {
-        let i = self.merged.partition_point(|&(_, e)| e <= addr);
-        self.merged.get(i).is_some_and(|&(s, _)| s <= addr)
+        in_spans(&self.merged, addr)
     }
 
     /// The pinned spans, sorted and merged.

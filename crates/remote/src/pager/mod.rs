@@ -1427,7 +1427,7 @@ fn sweep(
             if p != Page::Resident {
                 continue;
             }
-            if is_pinned(pinned, a) {
+            if crate::pins::in_spans(pinned, a) {
                 // Resident and kept: no span runs over it.
                 spans.extend(span.take());
                 continue;
@@ -1458,12 +1458,6 @@ fn sweep(
         }
     }
     (runs, spans, hand)
-}
-
-/// Whether `addr` lies in one of `pinned` (sorted, disjoint).
-fn is_pinned(pinned: &[Span], addr: usize) -> bool {
-    let i = pinned.partition_point(|&(_, e)| e <= addr);
-    pinned.get(i).is_some_and(|&(s, _)| s <= addr)
 }
 
 /// The parts of run `(start, pages)` without the pages at `holes`.
@@ -1557,25 +1551,20 @@ mod tests {
             pins in proptest::collection::vec((0usize..64, 1usize..4), 0..4),
         ) {
             let registered = [(0, 24 * PAGE_SIZE), (32 * PAGE_SIZE, 64 * PAGE_SIZE)];
-            // Pinned spans, sorted and merged as `Pins` keeps them.
-            let mut pinned: Vec<Span> = Vec::new();
-            let mut sorted = pins.clone();
-            sorted.sort_unstable();
-            for (at, len) in sorted {
-                let (s, e) = (at * PAGE_SIZE, (at + len) * PAGE_SIZE);
-                match pinned.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => pinned.push((s, e)),
-                }
+            let mut held = crate::pins::Pins::default();
+            for &(at, len) in &pins {
+                held.hold((at * PAGE_SIZE, (at + len) * PAGE_SIZE));
             }
-            let (runs, spans, next) = sweep(&pages, &registered, &pinned, hand * PAGE_SIZE, n);
+            let pinned = held.spans();
+            let is_pinned = |a| crate::pins::in_spans(pinned, a);
+            let (runs, spans, next) = sweep(&pages, &registered, pinned, hand * PAGE_SIZE, n);
             let victims: Vec<usize> = runs.iter().flat_map(|&(s, p)| (0..p).map(move |i| s + i * PAGE_SIZE)).collect();
             for &v in &victims {
-                proptest::prop_assert!(!is_pinned(&pinned, v), "pinned {v:#x} is a victim");
+                proptest::prop_assert!(!is_pinned(v), "pinned {v:#x} is a victim");
             }
             let resident = pages
                 .iter()
-                .filter(|&(&a, &p)| p == Page::Resident && !is_pinned(&pinned, a))
+                .filter(|&(&a, &p)| p == Page::Resident && !is_pinned(a))
                 .count();
             proptest::prop_assert_eq!(victims.len(), n.min(resident));
             for &v in &victims {

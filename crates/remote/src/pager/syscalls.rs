@@ -504,9 +504,8 @@ impl Pager {
                         a += PAGE_SIZE;
                     }
                     Some(Page::Stored(_) | Page::Held) => {
-                        self.missing(a, None)?;
+                        ready &= self.swap_back(a)?;
                         self.stats.syscall_pages_in += 1;
-                        ready &= self.pages.get(&a) == Some(&Page::Resident);
                         a += PAGE_SIZE;
                     }
                     None => {
@@ -518,6 +517,18 @@ impl Pager {
             }
         }
         Ok(ready)
+    }
+
+    /// A stored (or held) page at `addr` copied back into the target, as
+    /// its missing fault would be. Whether it is mapped now (`false`:
+    /// refused for now, an event is queued; other states are left as they
+    /// are and count as mapped).
+    fn swap_back(&mut self, addr: usize) -> Result<bool, PagerError> {
+        if !matches!(self.pages.get(&addr), Some(Page::Stored(_) | Page::Held)) {
+            return Ok(true);
+        }
+        self.missing(addr, None)?;
+        Ok(self.pages.get(&addr) == Some(&Page::Resident))
     }
 
     /// Maps zeros over the absent pages `[s, e)`; `false` if refused for
@@ -553,13 +564,9 @@ impl Pager {
     /// eviction held until the child exists. `false` while a page cannot
     /// be mapped yet.
     fn fork_begins(&mut self, tid: i32) -> Result<bool, PagerError> {
-        let away = self.pages_away();
         let mut ready = true;
-        for a in away {
-            if matches!(self.pages.get(&a), Some(Page::Stored(_) | Page::Held)) {
-                self.missing(a, None)?;
-                ready &= self.pages.get(&a) == Some(&Page::Resident);
-            }
+        for a in self.pages_away() {
+            ready &= self.swap_back(a)?;
         }
         if ready {
             self.stats.fork_swapins += 1;
@@ -603,15 +610,9 @@ impl Pager {
             return self.make_present(span, true);
         }
         // Back from the pager: stored pages first.
-        let away: Vec<usize> = self
-            .pages
-            .range(s..e)
-            .filter(|(_, p)| matches!(p, Page::Stored(_) | Page::Held))
-            .map(|(&a, _)| a)
-            .collect();
-        for a in away {
-            self.missing(a, None)?;
-            if self.pages.get(&a) != Some(&Page::Resident) {
+        let in_stack: Vec<usize> = self.pages.range(s..e).map(|(&a, _)| a).collect();
+        for a in in_stack {
+            if !self.swap_back(a)? {
                 return Ok(false);
             }
         }

@@ -31,6 +31,8 @@ pub struct SwapOutReport {
     pub zero: usize,
     pub zswap: usize,
     pub disk: usize,
+    /// Compressed bytes of the pages that went to zswap.
+    pub compressed_bytes: usize,
 }
 
 /// Where a swapped-in page came from.
@@ -241,6 +243,7 @@ impl Swap {
         }
         if let Some(prepared) = pooled {
             report.zswap = prepared.len();
+            report.compressed_bytes = prepared.compressed_bytes();
             self.zswap.commit(prepared, &rest_offsets);
         } else if let Some(copy) = to_disk {
             let copies: Vec<&[u8]> = copy.chunks_exact(PAGE_SIZE).collect();

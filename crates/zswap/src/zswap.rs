@@ -64,6 +64,12 @@ impl Prepared<'_> {
     pub fn is_empty(&self) -> bool {
         self.stored.is_empty()
     }
+
+    /// Bytes of the compressed objects prepared (what the pool holds of
+    /// them, before its size classes round them up).
+    pub fn compressed_bytes(&self) -> usize {
+        self.stored.iter().map(|&(_, len)| len).sum()
+    }
 }
 
 impl Drop for Prepared<'_> {

@@ -1,0 +1,165 @@
+//! The recorder: a bounded lock-free queue that fault handlers push to,
+//! drained into the trace file by a runtime thread.
+
+use crate::record::{Event, Record, RECORD_BYTES};
+use crossbeam_queue::ArrayQueue;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// Magic word opening every chunk.
+pub(crate) const CHUNK_MAGIC: u64 = u64::from_le_bytes(*b"UZTRACE1");
+
+/// Bytes of a chunk's header: magic, pid and record count, payload length.
+pub(crate) const CHUNK_HEADER_BYTES: usize = 24;
+
+/// Records the queue holds between two drains: at the runtime's 20 ms
+/// drain period, 3 million records a second.
+const QUEUE_RECORDS: usize = 1 << 16;
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the vDSO: async-signal-safe).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a timespec of ours.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A process's recorder: pushes from any thread (a signal handler
+/// included), drains by one thread at a time.
+pub struct Recorder {
+    queue: ArrayQueue<[u64; 3]>,
+    /// Records dropped on a full queue, and how many of them a chunk has
+    /// reported so far.
+    lost: AtomicU64,
+    path: PathBuf,
+    pid: u32,
+    drain: Mutex<Drain>,
+}
+
+struct Drain {
+    file: File,
+    reported_lost: u64,
+    words: Vec<[u64; 3]>,
+    /// The first write error: recording stops there, the program goes on.
+    failed: bool,
+}
+
+impl Recorder {
+    /// Opens `path` for appending (creating it) for process `pid`.
+    pub fn open(path: &Path, pid: u32) -> std::io::Result<Recorder> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)?;
+        Ok(Recorder {
+            queue: ArrayQueue::new(QUEUE_RECORDS),
+            lost: AtomicU64::new(0),
+            path: path.to_path_buf(),
+            pid,
+            drain: Mutex::new(Drain {
+                file,
+                reported_lost: 0,
+                words: Vec::with_capacity(QUEUE_RECORDS + 1),
+                failed: false,
+            }),
+        })
+    }
+
+    /// A recorder for a forked child `pid`, appending to the same file,
+    /// with a queue of its own (invariant 3).
+    pub fn for_child(&self, pid: u32) -> std::io::Result<Recorder> {
+        Recorder::open(&self.path, pid)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues `event`, timed now.
+    pub fn push(&self, event: Event) {
+        self.push_at(now_ns(), event);
+    }
+
+    /// Queues `event` at `time_ns`. Never blocks or allocates: a full
+    /// queue drops the record and counts it.
+    pub fn push_at(&self, time_ns: u64, event: Event) {
+        let words = Record { time_ns, event }.encode();
+        if self.queue.push(words).is_err() {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records dropped so far.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Writes what is queued as one chunk; returns the records written.
+    /// After a write error nothing more is written (the error is returned
+    /// once).
+    pub fn drain(&self) -> std::io::Result<usize> {
+        let mut d = self.drain.lock().unwrap_or_else(PoisonError::into_inner);
+        if d.failed {
+            // Keep the queue from filling with what will never be written.
+            while self.queue.pop().is_some() {}
+            return Ok(0);
+        }
+        d.words.clear();
+        let lost = self.lost.load(Ordering::Relaxed);
+        if lost > d.reported_lost {
+            let count = u32::try_from(lost - d.reported_lost).unwrap_or(u32::MAX);
+            d.words.push(
+                Record {
+                    time_ns: now_ns(),
+                    event: Event::Lost { count },
+                }
+                .encode(),
+            );
+            d.reported_lost = lost;
+        }
+        // At most a queue's worth: pushers that keep up never hold the
+        // drain here for ever.
+        for _ in 0..QUEUE_RECORDS {
+            match self.queue.pop() {
+                Some(w) => d.words.push(w),
+                None => break,
+            }
+        }
+        if d.words.is_empty() {
+            return Ok(0);
+        }
+        let chunk = encode_chunk(self.pid, &d.words)?;
+        let n = d.words.len();
+        // One write: O_APPEND keeps other processes' chunks out of it.
+        if let Err(e) = d.file.write_all(&chunk) {
+            d.failed = true;
+            return Err(e);
+        }
+        Ok(n)
+    }
+}
+
+/// A chunk: header and the zstd frame of `records`.
+fn encode_chunk(pid: u32, records: &[[u64; 3]]) -> std::io::Result<Vec<u8>> {
+    let mut raw = Vec::with_capacity(records.len() * RECORD_BYTES);
+    for w in records {
+        for word in w {
+            raw.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    let payload = zstd::bulk::compress(&raw, 1)?;
+    let mut chunk = Vec::with_capacity(CHUNK_HEADER_BYTES + payload.len());
+    chunk.extend_from_slice(&CHUNK_MAGIC.to_le_bytes());
+    chunk.extend_from_slice(&(u64::from(pid) | (records.len() as u64) << 32).to_le_bytes());
+    chunk.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    chunk.extend_from_slice(&payload);
+    Ok(chunk)
+}

@@ -1,0 +1,119 @@
+//! The recorder under concurrent pushes, its file read back, and the
+//! reader's errors on damaged files.
+
+use std::sync::Arc;
+use trace::{read::read_bytes, read_file, Event, Recorder, TraceError};
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("uzswap-trace-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    dir
+}
+
+/// Four threads push while a drainer writes chunks: every record pushed is
+/// either in the file, in each thread's order, or counted lost.
+#[test]
+fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
+    let path = temp("stress");
+    let rec = Arc::new(Recorder::open(&path, 7).unwrap());
+    const PER_THREAD: u32 = 200_000;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drainer = {
+        let (rec, stop) = (rec.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                rec.drain().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            rec.drain().unwrap();
+        })
+    };
+    let pushers: Vec<_> = (0..4u32)
+        .map(|t| {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    rec.push(Event::Fault {
+                        addr: u64::from(i) << 12,
+                        write: false,
+                        tid: t,
+                        service_ns: i,
+                    });
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    drainer.join().unwrap();
+    let procs = read_file(&path).unwrap();
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0].pid, 7);
+    let mut next = [0u32; 4];
+    let (mut seen, mut lost) = (0u64, 0u64);
+    for r in &procs[0].records {
+        match r.event {
+            Event::Fault {
+                tid, service_ns, ..
+            } => {
+                assert!(service_ns >= next[tid as usize], "thread {tid} out of order");
+                next[tid as usize] = service_ns + 1;
+                seen += 1;
+            }
+            Event::Lost { count } => lost += u64::from(count),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(seen + lost, 4 * u64::from(PER_THREAD));
+    assert_eq!(lost, rec.lost());
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// Two recorders (a parent and its child) append to one file: each one's
+/// records come back under its pid.
+#[test]
+fn two_processes_share_a_file_by_chunks() {
+    let path = temp("two");
+    let parent = Recorder::open(&path, 1).unwrap();
+    let child = parent.for_child(2).unwrap();
+    for i in 0..3u64 {
+        parent.push(Event::Map {
+            addr: i << 12,
+            pages: 1,
+        });
+        parent.drain().unwrap();
+        child.push(Event::Unmap { addr: i << 12 });
+        child.drain().unwrap();
+    }
+    let procs = read_file(&path).unwrap();
+    assert_eq!(procs.iter().map(|p| p.pid).collect::<Vec<_>>(), [1, 2]);
+    assert!(procs.iter().all(|p| p.records.len() == 3));
+    assert!(matches!(procs[1].records[2].event, Event::Unmap { addr: 0x2000 }));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn damaged_files_are_clear_errors() {
+    let path = temp("damaged");
+    let rec = Recorder::open(&path, 3).unwrap();
+    rec.push(Event::Limit { pages: 100 });
+    rec.drain().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(
+        read_bytes(&bytes[..bytes.len() - 1]),
+        Err(TraceError::Truncated { offset: 0, .. })
+    ));
+    let mut bad = bytes.clone();
+    bad[0] ^= 1;
+    assert!(matches!(read_bytes(&bad), Err(TraceError::BadMagic { offset: 0 })));
+    let mut twice = bytes.clone();
+    twice.extend_from_slice(&bytes[..10]);
+    assert!(matches!(
+        read_bytes(&twice),
+        Err(TraceError::Truncated { .. })
+    ));
+    assert_eq!(read_bytes(&bytes).unwrap()[0].records.len(), 1);
+}

@@ -157,6 +157,11 @@ settings! {
             FIXED_POOL_SPLIT = "UZSWAP_FIXED_POOL_SPLIT", flag "--fixed-pool-split",
                 example "1",
             SWITCH_IF_ON "1 or 0";
+        /// Record what paging sees to this file, for `uzswap replay` (each
+        /// process of the run appends its own chunks).
+        record: Option<PathBuf> = None,
+            RECORD = "UZSWAP_RECORD", flag "--record", example "/tmp/run.trace",
+            OPTIONAL_PATH "a file";
         /// Tests of the fatal path only: `fault-panic`, `reclaim-panic` or
         /// `runtime-fault`.
         inject_failure: Option<InjectFailure> = None,
@@ -280,6 +285,7 @@ impl Settings {
             serve_faults_in_thread: !self.fault_thread,
             direct_reclaim: self.direct_reclaim,
             adaptive_pool: self.pool_share() == PoolShare::Adaptive,
+            record_file: self.record.clone(),
             inject_failure: self.inject_failure,
             ..RuntimeConfig::default()
         }
@@ -419,6 +425,7 @@ mod tests {
             fault_thread: true,
             direct_reclaim: true,
             fixed_pool_split: true,
+            record: Some("/tmp/x.trace".into()),
             inject_failure: Some(InjectFailure::ReclaimerPanic),
         };
         let vars: HashMap<_, _> = s.to_vars().into_iter().collect();
@@ -489,6 +496,7 @@ mod tests {
             fault_thread: true,
             direct_reclaim: true,
             fixed_pool_split: true,
+            record: Some("/x.trace".into()),
             inject_failure: Some(InjectFailure::FaultHandlerPanic),
             ..Settings::default()
         };

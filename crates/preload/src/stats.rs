@@ -61,6 +61,7 @@ pub fn write_exit_report() {
     if let Some(p) = preload::started() {
         // Exiting: this process's pages no longer count in a shared limit.
         p.runtime.leave_shared_limit();
+        p.runtime.flush_trace();
     }
     let pid = std::process::id();
     if let Ok(path) = launch::rundir::own_socket_path() {

@@ -59,6 +59,9 @@ pub struct RuntimeConfig {
     /// and the pool limit, starting at half the limit; `false`: the pool
     /// limit is its share.
     pub adaptive_pool: bool,
+    /// Record what paging sees to this file (the `trace` crate's format;
+    /// `uzswap replay` reads it).
+    pub record_file: Option<std::path::PathBuf>,
     /// Tests of the fatal path: a failure to inject.
     #[doc(hidden)]
     pub inject_failure: Option<InjectFailure>,
@@ -94,6 +97,7 @@ impl Default for RuntimeConfig {
             serve_faults_in_thread: false,
             direct_reclaim: false,
             adaptive_pool: false,
+            record_file: None,
             inject_failure: None,
         }
     }

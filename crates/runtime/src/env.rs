@@ -39,6 +39,9 @@ pub(crate) struct Live {
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// Forks whose children may still read this process's swap file.
     pub generations: Mutex<Vec<Generation>>,
+    /// Where what paging sees is recorded (`--record`), this process's own
+    /// queue.
+    pub recorder: Option<trace::Recorder>,
 }
 
 impl Live {
@@ -393,7 +396,7 @@ impl Env for RealEnv {
     }
 
     fn still_protected(&self, addr: usize, len: usize) -> Result<bool, KernelError> {
-        match &self.live().pagemap {
+        let clean = match &self.live().pagemap {
             Some(p) => p.all_protected(addr, addr + len).map_err(|e| {
                 kerr(
                     "PAGEMAP_SCAN",
@@ -401,9 +404,21 @@ impl Env for RealEnv {
                     len,
                     e.raw_os_error().unwrap_or(libc::EIO),
                 )
-            }),
-            None => Ok(false),
+            })?,
+            None => false,
+        };
+        // Only eviction asks, for a clean run it then unmaps.
+        if let (true, Some(rec)) = (clean, &self.live().recorder) {
+            let pages = (len / PAGE) as u16;
+            rec.push(trace::Event::Evict {
+                addr: addr as u64,
+                pages,
+                zero: 0,
+                disk: pages,
+                compressed_bytes: 0,
+            });
         }
+        Ok(clean)
     }
 
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
@@ -437,6 +452,15 @@ impl Env for RealEnv {
             staging.chunks_exact(PAGE).collect()
         };
         let stored = own.swap_out(&run, &slots).map_err(|e| e.to_string());
+        if let (Ok(report), Some(rec)) = (&stored, &self.live().recorder) {
+            rec.push(trace::Event::Evict {
+                addr: addr as u64,
+                pages: pages as u16,
+                zero: report.zero as u16,
+                disk: report.disk as u16,
+                compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
+            });
+        }
         // A page discarded while it was read may have been stored half old
         // bytes, half zeros (a torn copy). The handler counts each such
         // fault before it maps the zeros, so any fault since the read began

@@ -66,6 +66,7 @@ impl Pager {
             panic!("injected panic in the fault handler");
         }
         let started = std::time::Instant::now();
+        let began = self.trace_clock();
         match event {
             Event::Pagefault {
                 kind,
@@ -92,6 +93,9 @@ impl Pager {
                             self.env.counters.throttled_faults.fetch_add(1, Ordering::Relaxed);
                         }
                         self.drive(|cx| op.step(cx));
+                        if !by_runtime {
+                            self.record_fault(began, addr, write, false, thread_id.as_raw());
+                        }
                         if throttle {
                             throttled.push(addr);
                         }
@@ -110,6 +114,7 @@ impl Pager {
                     FaultKind::WriteProtected => {
                         let mut op = WpFault::new(addr);
                         self.drive(|cx| op.step(cx));
+                        self.record_fault(began, addr, true, true, thread_id.as_raw());
                         self.note_stall(started.elapsed());
                     }
                 }

@@ -319,6 +319,17 @@ impl Pager {
                 }
             }
         }
+        if let Some(rec) = &live.recorder {
+            // SAFETY: getppid(2) takes nothing and cannot fail.
+            let parent = unsafe { libc::getppid() } as u32;
+            rec.push(trace::Event::Forked { parent });
+            for (&base, r) in &st.regions {
+                rec.push(trace::Event::Map {
+                    addr: base as u64,
+                    pages: r.pages.len() as u32,
+                });
+            }
+        }
         self.env.counters.reset();
         self.forget_runtime_threads();
         self.stop.store(false, std::sync::atomic::Ordering::Release);
@@ -370,10 +381,12 @@ fn dispose_parents(old: Live) {
         reclaim_wake,
         threads,
         generations,
+        recorder,
     } = old;
     std::mem::forget(threads);
     std::mem::forget(shared);
-    drop((uffd, own, inherited, pagemap, reclaim_wake, generations));
+    // The parent's recorder: what it had queued is the parent's to write.
+    drop((uffd, own, inherited, pagemap, reclaim_wake, generations, recorder));
     // SAFETY: the parent's eventfd, copied; nothing here uses it.
     unsafe { libc::close(stop_fd) };
 }

@@ -285,8 +285,10 @@ impl Pager {
         if self.cfg.inject_failure == Some(crate::InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
-        let by_runtime = self.is_runtime_thread(crate::sys::gettid());
+        let tid = crate::sys::gettid();
+        let by_runtime = self.is_runtime_thread(tid);
         let started = Instant::now();
+        let began = self.trace_clock();
         if wp {
             if by_runtime {
                 crate::fatal::die(&format!(
@@ -296,11 +298,13 @@ impl Pager {
             }
             let mut op = WpFault::new(page).served_in_thread();
             self.drive(|cx| op.step(cx));
+            self.record_fault(began, page, true, true, tid);
             self.note_stall(started.elapsed());
         } else {
             let mut op = MissingFault::new(page, write, by_runtime).served_in_thread();
             self.drive(|cx| op.step(cx));
             if !by_runtime {
+                self.record_fault(began, page, write, false, tid);
                 // A first touch maps zeros, as the kernel would for a plain
                 // run: no stall of uzswap's, unless reclaim holds it up.
                 let reclaiming = Instant::now();
@@ -343,9 +347,11 @@ impl Pager {
             // its system call; its first touches map zeros, as a plain run's
             // would.
             let started = Instant::now();
+            let began = self.trace_clock();
             if missing {
                 let mut op = MissingFault::new(page, write, false).served_in_thread();
                 self.drive(|cx| op.step(cx));
+                self.record_fault(began, page, write, false, crate::sys::gettid());
                 self.throttle_in_thread();
                 if state.state != PageState::Untouched {
                     self.note_stall(started.elapsed());
@@ -353,6 +359,7 @@ impl Pager {
             } else {
                 let mut op = WpFault::new(page).served_in_thread();
                 self.drive(|cx| op.step(cx));
+                self.record_fault(began, page, true, true, crate::sys::gettid());
                 self.note_stall(started.elapsed());
             }
         }

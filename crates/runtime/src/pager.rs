@@ -53,6 +53,8 @@ pub(crate) struct Pager {
     /// Whether aging passes pay (`aging.rs`); taken with `try_lock` only,
     /// by the caller that the `aging` rate limit let through.
     pub aging_governor: std::sync::Mutex<crate::aging::AgingGovernor>,
+    /// The limit in force last recorded (`--record`), in pages.
+    pub recorded_limit: std::sync::atomic::AtomicUsize,
 }
 
 impl Pager {
@@ -106,6 +108,66 @@ impl Pager {
         self.env.counters.stall_ns.fetch_add(ns, Ordering::Relaxed);
         if let Some(s) = &self.env.live().shared {
             s.add_stall(ns);
+        }
+    }
+
+    /// The time a fault's service began, where this run records
+    /// (`--record`); `None` otherwise (no clock read).
+    pub(crate) fn trace_clock(&self) -> Option<u64> {
+        self.env.live().recorder.as_ref().map(|_| trace::now_ns())
+    }
+
+    /// Records a fault at `page` whose service began at `began` (from
+    /// [`Pager::trace_clock`]): a write-protect fault if `wp`. Lock-free,
+    /// allocation-free: in-thread faults call it in their SIGBUS handler.
+    pub(crate) fn record_fault(&self, began: Option<u64>, page: usize, write: bool, wp: bool, tid: i32) {
+        let (Some(began), Some(rec)) = (began, &self.env.live().recorder) else {
+            return;
+        };
+        let service_ns = u32::try_from(trace::now_ns().saturating_sub(began)).unwrap_or(u32::MAX);
+        let (addr, tid) = (page as u64, tid as u32);
+        let event = if wp {
+            trace::Event::WpFault {
+                addr,
+                tid,
+                service_ns,
+            }
+        } else {
+            trace::Event::Fault {
+                addr,
+                write,
+                tid,
+                service_ns,
+            }
+        };
+        rec.push_at(began, event);
+    }
+
+    /// Records `event` where this run records.
+    pub(crate) fn record(&self, event: trace::Event) {
+        if let Some(rec) = &self.env.live().recorder {
+            rec.push(event);
+        }
+    }
+
+    /// The reclaimer's tick, where this run records: the limit in force if
+    /// it changed, then what is queued to the file. A write error stops
+    /// the recording (said once); the program goes on.
+    pub(crate) fn drain_trace(&self) {
+        let Some(rec) = &self.env.live().recorder else {
+            return;
+        };
+        let limit = self.limit();
+        if self.recorded_limit.swap(limit, Ordering::Relaxed) != limit {
+            rec.push(trace::Event::Limit {
+                pages: limit as u64,
+            });
+        }
+        if let Err(e) = rec.drain() {
+            eprintln!(
+                "uzswap: --record {}: {e}; recording stops, the program goes on",
+                rec.path().display()
+            );
         }
     }
 
@@ -271,6 +333,12 @@ pub(crate) fn new_live(
     if stop_fd < 0 {
         return Err(RuntimeError::Thread(std::io::Error::last_os_error()));
     }
+    let recorder = match &cfg.record_file {
+        Some(path) => Some(trace::Recorder::open(path, std::process::id()).map_err(|e| {
+            RuntimeError::Config(format!("record file {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
     let live = Live {
         uffd,
         own: swap,
@@ -281,6 +349,7 @@ pub(crate) fn new_live(
         reclaim_wake: Wakeup::default(),
         threads: std::sync::Mutex::new(Vec::new()),
         generations: std::sync::Mutex::new(Vec::new()),
+        recorder,
     };
     Ok((live, mode))
 }

@@ -65,6 +65,7 @@ impl Pager {
                 .live()
                 .reclaim_wake
                 .wait_timeout(Duration::from_millis(20));
+            self.drain_trace();
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();

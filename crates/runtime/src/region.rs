@@ -32,6 +32,7 @@ impl Runtime {
             unsafe { arena.give_back(base, room) };
             return Err(e);
         }
+        self.inner.record_region(base, bytes);
         Ok(Region {
             inner: self.inner.clone(),
             base,
@@ -73,6 +74,7 @@ impl Runtime {
             let _ = unsafe { arena.decommit(addr, len) };
             return Err(e);
         }
+        self.inner.record_region(addr, len);
         Ok(Region {
             inner: self.inner.clone(),
             base: addr,
@@ -123,6 +125,7 @@ impl Runtime {
         }
         region.len += extra;
         region.room = region.len;
+        self.inner.record_resize(region.base, region.len);
         Ok(())
     }
 
@@ -194,6 +197,7 @@ impl Runtime {
             return Err(e);
         }
         region.len = bytes;
+        self.inner.record_resize(region.base, region.len);
         Ok(true)
     }
 
@@ -252,6 +256,10 @@ impl Runtime {
         // The operation takes every page the range touches.
         let mut op = ProgramDiscard::new(addr, len);
         self.inner.drive(|cx| op.step(cx));
+        self.inner.record(trace::Event::Discard {
+            addr: addr as u64,
+            pages: len.div_ceil(PAGE) as u32,
+        });
     }
 }
 
@@ -448,6 +456,21 @@ impl Pager {
         {
             crate::fatal::die(&format!("unregistering region {base:#x}: {e}"));
         }
+        self.record(trace::Event::Unmap { addr: base as u64 });
+    }
+
+    fn record_region(&self, base: usize, len: usize) {
+        self.record(trace::Event::Map {
+            addr: base as u64,
+            pages: (len / PAGE) as u32,
+        });
+    }
+
+    fn record_resize(&self, base: usize, len: usize) {
+        self.record(trace::Event::Resize {
+            addr: base as u64,
+            pages: (len / PAGE) as u32,
+        });
     }
 
     /// Swaps every page of every live region back in and unregisters the

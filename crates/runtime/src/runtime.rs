@@ -91,6 +91,7 @@ impl Runtime {
                 Default::default(),
             )),
             generations: AtomicU64::new(0),
+            recorded_limit: std::sync::atomic::AtomicUsize::new(0),
         });
         let rt = Runtime { inner };
         if mode == FaultMode::InThread {
@@ -150,6 +151,12 @@ impl Runtime {
         self.inner.env.mode
     }
 
+    /// Writes what the recorder (`--record`) still holds to its file (at
+    /// exit: the reclaimer writes it every 20 ms while the program runs).
+    pub fn flush_trace(&self) {
+        self.inner.drain_trace();
+    }
+
     /// Stops counting this process's pages in a shared limit (at exit).
     pub fn leave_shared_limit(&self) {
         if let Some(s) = &self.inner.env.live().shared {
@@ -201,6 +208,7 @@ impl Drop for Runtime {
         // that is gone.
         self.inner.release_all_regions();
         self.inner.stop_threads();
+        self.inner.drain_trace();
         crate::in_thread::leave(&self.inner);
         crate::fork::untrack(&self.inner);
         // SAFETY: our eventfd; no thread polls it any more.

@@ -12,7 +12,7 @@
 //! fault and write-protect fault (page, read or write, thread, time, how
 //! long serving it took), each evicted run (pages, how many were zero or
 //! went to the swap file, compressed bytes of the rest), the limit in
-//! force when it changes, forks. Accesses to resident pages are not seen
+//! force when it changes, forks (a child's first record names its parent). Accesses to resident pages are not seen
 //! and not recorded: a trace recorded under a limit says which pages
 //! missed under that limit, which is exact for replaying the policy it
 //! ran under at that limit and above (a FIFO-ordered reclaim ignores

@@ -54,8 +54,8 @@ pub enum Event {
     },
     /// The limit in force is now `pages` pages.
     Limit { pages: u64 },
-    /// This process forked child `pid`.
-    Fork { child: u32 },
+    /// This process is a forked child of `parent` (its first record).
+    Forked { parent: u32 },
     /// `count` records were dropped before this one (the queue was full).
     Lost { count: u32 },
 }
@@ -120,7 +120,7 @@ impl Record {
                 (addr | 7, w2)
             }
             Event::Limit { pages } => (pages << 12 | 8, 0),
-            Event::Fork { child } => (9, pair(child, 0)),
+            Event::Forked { parent } => (9, pair(parent, 0)),
             Event::Lost { count } => (10, pair(count, 0)),
         };
         [w0, self.time_ns, w2]
@@ -155,7 +155,7 @@ impl Record {
                 compressed_bytes: (w[2] >> 33) as u32,
             },
             8 => Event::Limit { pages: w[0] >> 12 },
-            9 => Event::Fork { child: a },
+            9 => Event::Forked { parent: a },
             10 => Event::Lost { count: a },
             kind => {
                 return Err(BadRecord {
@@ -214,7 +214,7 @@ mod tests {
                     compressed_bytes,
                 }),
             (0u64..1 << 50).prop_map(|pages| Event::Limit { pages }),
-            any::<u32>().prop_map(|child| Event::Fork { child }),
+            any::<u32>().prop_map(|parent| Event::Forked { parent }),
             any::<u32>().prop_map(|count| Event::Lost { count }),
         ]
     }

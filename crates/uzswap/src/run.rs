@@ -142,6 +142,11 @@ pub struct RuntimeArgs {
     /// limit by default), instead of following refaults
     #[arg(long)]
     pub fixed_pool_split: bool,
+    /// Record what paging sees (faults, evictions, regions, the limit) to
+    /// this file, for `uzswap replay` (made afresh; every process of the
+    /// run appends to it)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 impl RuntimeArgs {
@@ -177,6 +182,10 @@ impl RuntimeArgs {
             fault_thread: self.fault_thread,
             direct_reclaim: self.direct_reclaim,
             fixed_pool_split: self.fixed_pool_split,
+            record: match &self.record {
+                Some(p) => Some(std::path::absolute(p).map_err(|e| format!("--record: {e}"))?),
+                None => None,
+            },
             inject_failure: None,
         };
         s.validate().map_err(|e| {
@@ -393,6 +402,15 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
     if a.plot.is_some() && job.max_slowdown.is_none() {
         return Err("--plot draws the limit found: give --max-slowdown (or no --limit)".into());
     }
+    if let Some(path) = &settings.record {
+        // Made afresh: every process of the run appends its chunks.
+        std::fs::write(path, b"").map_err(|e| format!("--record {}: {e}", path.display()))?;
+        if launch::outside::is_static_command(&a.command) {
+            eprintln!(
+                "uzswap: --record: a statically linked program is paged from outside, which does not record; the trace will be empty"
+            );
+        }
+    }
     if !a.quiet {
         let limit = match job.max_slowdown {
             Some(s) => format!(
@@ -440,6 +458,15 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
     if let Some(path) = &a.stats_out {
         std::fs::write(path, outcome.report().render())
             .map_err(|e| format!("--stats-out {}: {e}", path.display()))?;
+    }
+    if let (Some(path), false) = (&settings.record, a.quiet) {
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        eprintln!(
+            "uzswap: recorded {} to {} (`uzswap replay {}` replays it)",
+            human_size(bytes),
+            path.display(),
+            path.display()
+        );
     }
     if !a.quiet {
         eprintln!(

@@ -460,6 +460,7 @@ impl Env for RealEnv {
                 disk: report.disk as u16,
                 compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
             });
+            record_sizes(rec, addr, &report.page_sizes);
         }
         // A page discarded while it was read may have been stored half old
         // bytes, half zeros (a torn copy). The handler counts each such
@@ -572,5 +573,18 @@ impl Env for RealEnv {
 
     fn count(&self, event: Event, n: usize) {
         self.counters.add(event, n);
+    }
+}
+
+/// The `Sizes` records of an evicted run at `addr`, eight pages each
+/// (zswap's page-size marks are the trace's).
+fn record_sizes(rec: &trace::Recorder, addr: usize, sizes: &[u16]) {
+    for (i, eight) in sizes.chunks(8).enumerate() {
+        let mut s = [trace::SIZE_NONE; 8];
+        s[..eight.len()].copy_from_slice(eight);
+        rec.push(trace::Event::Sizes {
+            addr: (addr + i * 8 * PAGE) as u64,
+            sizes: s,
+        });
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::InjectFailure;
 use crate::fatal;
-use crate::pager::Pager;
+use crate::pager::{Pager, Traced};
 use crate::protocol::{MissingFault, WpFault, PAGE};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -94,7 +94,8 @@ impl Pager {
                         }
                         self.drive(|cx| op.step(cx));
                         if !by_runtime {
-                            self.record_fault(began, addr, write, false, thread_id.as_raw());
+                            let kind = Traced::Missing { write, first_touch };
+                            self.record_fault(began, addr, kind, thread_id.as_raw());
                         }
                         if throttle {
                             throttled.push(addr);
@@ -114,7 +115,7 @@ impl Pager {
                     FaultKind::WriteProtected => {
                         let mut op = WpFault::new(addr);
                         self.drive(|cx| op.step(cx));
-                        self.record_fault(began, addr, true, true, thread_id.as_raw());
+                        self.record_fault(began, addr, Traced::WpFault, thread_id.as_raw());
                         self.note_stall(started.elapsed());
                     }
                 }

@@ -386,7 +386,15 @@ fn dispose_parents(old: Live) {
     std::mem::forget(threads);
     std::mem::forget(shared);
     // The parent's recorder: what it had queued is the parent's to write.
-    drop((uffd, own, inherited, pagemap, reclaim_wake, generations, recorder));
+    drop((
+        uffd,
+        own,
+        inherited,
+        pagemap,
+        reclaim_wake,
+        generations,
+        recorder,
+    ));
     // SAFETY: the parent's eventfd, copied; nothing here uses it.
     unsafe { libc::close(stop_fd) };
 }

@@ -44,7 +44,7 @@
 //! alternate stack, inside a program handler that runs there): about
 //! 10 KiB.
 
-use crate::pager::Pager;
+use crate::pager::{Pager, Traced};
 use crate::protocol::{MissingFault, PageState, WpFault, PAGE};
 use crate::uffd::FaultMode;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -298,13 +298,13 @@ impl Pager {
             }
             let mut op = WpFault::new(page).served_in_thread();
             self.drive(|cx| op.step(cx));
-            self.record_fault(began, page, true, true, tid);
+            self.record_fault(began, page, Traced::WpFault, tid);
             self.note_stall(started.elapsed());
         } else {
             let mut op = MissingFault::new(page, write, by_runtime).served_in_thread();
             self.drive(|cx| op.step(cx));
             if !by_runtime {
-                self.record_fault(began, page, write, false, tid);
+                self.record_fault(began, page, Traced::Missing { write, first_touch }, tid);
                 // A first touch maps zeros, as the kernel would for a plain
                 // run: no stall of uzswap's, unless reclaim holds it up.
                 let reclaiming = Instant::now();
@@ -351,7 +351,9 @@ impl Pager {
             if missing {
                 let mut op = MissingFault::new(page, write, false).served_in_thread();
                 self.drive(|cx| op.step(cx));
-                self.record_fault(began, page, write, false, crate::sys::gettid());
+                let first_touch = state.state == PageState::Untouched;
+                let kind = Traced::Missing { write, first_touch };
+                self.record_fault(began, page, kind, crate::sys::gettid());
                 self.throttle_in_thread();
                 if state.state != PageState::Untouched {
                     self.note_stall(started.elapsed());
@@ -359,7 +361,7 @@ impl Pager {
             } else {
                 let mut op = WpFault::new(page).served_in_thread();
                 self.drive(|cx| op.step(cx));
-                self.record_fault(began, page, true, true, crate::sys::gettid());
+                self.record_fault(began, page, Traced::WpFault, crate::sys::gettid());
                 self.note_stall(started.elapsed());
             }
         }

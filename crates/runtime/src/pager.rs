@@ -22,6 +22,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use zswap::Swap;
 
+/// The kind of fault [`Pager::record_fault`] records.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Traced {
+    Missing { write: bool, first_touch: bool },
+    WpFault,
+}
+
 /// Runtime threads register their thread ids here, so that the fault
 /// handler can tell a runtime thread's fault (an invariant broken) from the
 /// program's.
@@ -120,25 +127,25 @@ impl Pager {
     /// Records a fault at `page` whose service began at `began` (from
     /// [`Pager::trace_clock`]): a write-protect fault if `wp`. Lock-free,
     /// allocation-free: in-thread faults call it in their SIGBUS handler.
-    pub(crate) fn record_fault(&self, began: Option<u64>, page: usize, write: bool, wp: bool, tid: i32) {
+    pub(crate) fn record_fault(&self, began: Option<u64>, page: usize, kind: Traced, tid: i32) {
         let (Some(began), Some(rec)) = (began, &self.env.live().recorder) else {
             return;
         };
         let service_ns = u32::try_from(trace::now_ns().saturating_sub(began)).unwrap_or(u32::MAX);
         let (addr, tid) = (page as u64, tid as u32);
-        let event = if wp {
-            trace::Event::WpFault {
+        let event = match kind {
+            Traced::WpFault => trace::Event::WpFault {
                 addr,
                 tid,
                 service_ns,
-            }
-        } else {
-            trace::Event::Fault {
+            },
+            Traced::Missing { write, first_touch } => trace::Event::Fault {
                 addr,
                 write,
+                first_touch,
                 tid,
                 service_ns,
-            }
+            },
         };
         rec.push_at(began, event);
     }
@@ -334,9 +341,11 @@ pub(crate) fn new_live(
         return Err(RuntimeError::Thread(std::io::Error::last_os_error()));
     }
     let recorder = match &cfg.record_file {
-        Some(path) => Some(trace::Recorder::open(path, std::process::id()).map_err(|e| {
-            RuntimeError::Config(format!("record file {}: {e}", path.display()))
-        })?),
+        Some(path) => Some(
+            trace::Recorder::open(path, std::process::id()).map_err(|e| {
+                RuntimeError::Config(format!("record file {}: {e}", path.display()))
+            })?,
+        ),
         None => None,
     };
     let live = Live {

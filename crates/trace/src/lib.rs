@@ -9,14 +9,16 @@
 //!
 //! What a userfaultfd pager sees of a program, nothing more: its regions
 //! (mapped, resized, released, discarded by the program), each missing
-//! fault and write-protect fault (page, read or write, thread, time, how
-//! long serving it took), each evicted run (pages, how many were zero or
-//! went to the swap file, compressed bytes of the rest), the limit in
-//! force when it changes, forks (a child's first record names its parent). Accesses to resident pages are not seen
-//! and not recorded: a trace recorded under a limit says which pages
-//! missed under that limit, which is exact for replaying the policy it
-//! ran under at that limit and above (a FIFO-ordered reclaim ignores
-//! hits), and a lower bound on traffic below it.
+//! fault and write-protect fault (page, read or write, first touch or
+//! not, thread, time, how long serving it took), each evicted run (pages,
+//! how many were zero or went to the swap file, compressed bytes of the
+//! rest, each page's compressed length), the limit in force when it
+//! changes, forks (a child's first record names its parent). Accesses to
+//! resident pages are not seen and not recorded: a trace recorded under
+//! a limit says which pages missed under that limit, which is exact for
+//! replaying the policy it ran under at that limit and above (a
+//! FIFO-ordered reclaim ignores hits), and a lower bound on traffic below
+//! it.
 //!
 //! ## Format
 //!
@@ -44,5 +46,5 @@ pub mod record;
 mod recorder;
 
 pub use read::{read_file, ProcessTrace, TraceError};
-pub use record::{Event, Record};
+pub use record::{Event, Record, SIZE_NONE, SIZE_ON_FILE, SIZE_ZERO};
 pub use recorder::{now_ns, Recorder};

@@ -26,7 +26,9 @@ pub enum TraceError {
         offset: usize,
         source: std::io::Error,
     },
-    #[error("byte {offset}: chunk holds {got} bytes of records, its header says {records} records")]
+    #[error(
+        "byte {offset}: chunk holds {got} bytes of records, its header says {records} records"
+    )]
     Count {
         offset: usize,
         records: usize,

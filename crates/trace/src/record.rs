@@ -11,6 +11,7 @@ pub const RECORD_BYTES: usize = 24;
 
 const KIND_MASK: u64 = 0xf;
 const WRITE_FLAG: u64 = 1 << 4;
+const FIRST_TOUCH_FLAG: u64 = 1 << 5;
 const ADDR_MASK: u64 = !0xfff;
 /// An evicted run's page counts: 11 bits each (a run is at most 512 pages).
 const COUNT_MASK: u64 = 0x7ff;
@@ -28,18 +29,23 @@ pub enum Event {
     /// The program discarded `pages` pages at `addr` (`MADV_DONTNEED`):
     /// they read as zeros, untouched again.
     Discard { addr: u64, pages: u32 },
-    /// A missing fault at page `addr` (a first touch or a swap-in), by
-    /// thread `tid`, served in `service_ns`. Also the pages of a pinned
-    /// system-call buffer faulted in for the kernel.
+    /// A missing fault at page `addr` (a `first_touch` of an untouched
+    /// page, or a swap-in), by thread `tid`, served in `service_ns`. Also
+    /// the pages of a pinned system-call buffer faulted in for the kernel.
     Fault {
         addr: u64,
         write: bool,
+        first_touch: bool,
         tid: u32,
         service_ns: u32,
     },
     /// A write-protect fault at page `addr` (write tracking, or a write to
     /// a clean page).
-    WpFault { addr: u64, tid: u32, service_ns: u32 },
+    WpFault {
+        addr: u64,
+        tid: u32,
+        service_ns: u32,
+    },
     /// A run of `pages` pages (at most 2047) at `addr` evicted: `zero` of them zero-filled,
     /// `disk` written to the swap file, the rest compressed into
     /// `compressed_bytes` in the pool. A run of clean pages (their copy
@@ -58,6 +64,28 @@ pub enum Event {
     Forked { parent: u32 },
     /// `count` records were dropped before this one (the queue was full).
     Lost { count: u32 },
+    /// Where the pages from `addr` on went, eight to a record, following
+    /// their run's [`Event::Evict`]: [`SIZE_ZERO`], [`SIZE_ON_FILE`], a
+    /// compressed length in the pool, or [`SIZE_NONE`] past the run's end.
+    /// Carries no time (its record's time reads 0).
+    Sizes { addr: u64, sizes: [u16; 8] },
+}
+
+/// [`Event::Sizes`]: a zero-filled page (nothing stored but a bit).
+pub const SIZE_ZERO: u16 = 0;
+/// [`Event::Sizes`]: a page that went to the swap file.
+pub const SIZE_ON_FILE: u16 = u16::MAX;
+/// [`Event::Sizes`]: past the end of the run.
+pub const SIZE_NONE: u16 = u16::MAX - 1;
+
+fn pack4(s: &[u16]) -> u64 {
+    s.iter().rev().fold(0, |w, &x| w << 16 | u64::from(x))
+}
+
+fn unpack4(w: u64, out: &mut [u16]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = (w >> (16 * i)) as u16;
+    }
 }
 
 /// An event and when it happened (`CLOCK_MONOTONIC` nanoseconds).
@@ -94,12 +122,14 @@ impl Record {
             Event::Fault {
                 addr,
                 write,
+                first_touch,
                 tid,
                 service_ns,
-            } => (
-                addr | 5 | if write { WRITE_FLAG } else { 0 },
-                pair(tid, service_ns),
-            ),
+            } => {
+                let flags = if write { WRITE_FLAG } else { 0 }
+                    | if first_touch { FIRST_TOUCH_FLAG } else { 0 };
+                (addr | 5 | flags, pair(tid, service_ns))
+            }
             Event::WpFault {
                 addr,
                 tid,
@@ -122,6 +152,9 @@ impl Record {
             Event::Limit { pages } => (pages << 12 | 8, 0),
             Event::Forked { parent } => (9, pair(parent, 0)),
             Event::Lost { count } => (10, pair(count, 0)),
+            Event::Sizes { addr, sizes } => {
+                return [addr | 11, pack4(&sizes[..4]), pack4(&sizes[4..])];
+            }
         };
         [w0, self.time_ns, w2]
     }
@@ -139,6 +172,7 @@ impl Record {
             5 => Event::Fault {
                 addr,
                 write,
+                first_touch: w[0] & FIRST_TOUCH_FLAG != 0,
                 tid: a,
                 service_ns: b,
             },
@@ -157,6 +191,15 @@ impl Record {
             8 => Event::Limit { pages: w[0] >> 12 },
             9 => Event::Forked { parent: a },
             10 => Event::Lost { count: a },
+            11 => {
+                let mut sizes = [0u16; 8];
+                unpack4(w[1], &mut sizes[..4]);
+                unpack4(w[2], &mut sizes[4..]);
+                return Ok(Record {
+                    time_ns: 0,
+                    event: Event::Sizes { addr, sizes },
+                });
+            }
             kind => {
                 return Err(BadRecord {
                     kind: kind as u8,
@@ -184,14 +227,20 @@ mod tests {
             (addr.clone(), any::<u32>()).prop_map(|(addr, pages)| Event::Resize { addr, pages }),
             addr.clone().prop_map(|addr| Event::Unmap { addr }),
             (addr.clone(), any::<u32>()).prop_map(|(addr, pages)| Event::Discard { addr, pages }),
-            (addr.clone(), any::<bool>(), any::<u32>(), any::<u32>()).prop_map(
-                |(addr, write, tid, service_ns)| Event::Fault {
+            (
+                addr.clone(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<u32>(),
+                any::<u32>()
+            )
+                .prop_map(|(addr, write, first_touch, tid, service_ns)| Event::Fault {
                     addr,
                     write,
+                    first_touch,
                     tid,
                     service_ns
-                }
-            ),
+                }),
             (addr.clone(), any::<u32>(), any::<u32>()).prop_map(|(addr, tid, service_ns)| {
                 Event::WpFault {
                     addr,
@@ -216,12 +265,16 @@ mod tests {
             (0u64..1 << 50).prop_map(|pages| Event::Limit { pages }),
             any::<u32>().prop_map(|parent| Event::Forked { parent }),
             any::<u32>().prop_map(|count| Event::Lost { count }),
+            ((0u64..1 << 35).prop_map(|p| p << 12), any::<[u16; 8]>())
+                .prop_map(|(addr, sizes)| Event::Sizes { addr, sizes }),
         ]
     }
 
     proptest! {
         #[test]
         fn every_event_decodes_to_itself(event in event(), time_ns in any::<u64>()) {
+            // Sizes records carry no time.
+            let time_ns = if matches!(event, Event::Sizes { .. }) { 0 } else { time_ns };
             let r = Record { time_ns, event };
             prop_assert_eq!(Record::decode(r.encode()), Ok(r));
         }

@@ -36,6 +36,7 @@ fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
                     rec.push(Event::Fault {
                         addr: u64::from(i) << 12,
                         write: false,
+                        first_touch: false,
                         tid: t,
                         service_ns: i,
                     });
@@ -58,7 +59,10 @@ fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
             Event::Fault {
                 tid, service_ns, ..
             } => {
-                assert!(service_ns >= next[tid as usize], "thread {tid} out of order");
+                assert!(
+                    service_ns >= next[tid as usize],
+                    "thread {tid} out of order"
+                );
                 next[tid as usize] = service_ns + 1;
                 seen += 1;
             }
@@ -90,7 +94,10 @@ fn two_processes_share_a_file_by_chunks() {
     let procs = read_file(&path).unwrap();
     assert_eq!(procs.iter().map(|p| p.pid).collect::<Vec<_>>(), [1, 2]);
     assert!(procs.iter().all(|p| p.records.len() == 3));
-    assert!(matches!(procs[1].records[2].event, Event::Unmap { addr: 0x2000 }));
+    assert!(matches!(
+        procs[1].records[2].event,
+        Event::Unmap { addr: 0x2000 }
+    ));
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -108,7 +115,10 @@ fn damaged_files_are_clear_errors() {
     ));
     let mut bad = bytes.clone();
     bad[0] ^= 1;
-    assert!(matches!(read_bytes(&bad), Err(TraceError::BadMagic { offset: 0 })));
+    assert!(matches!(
+        read_bytes(&bad),
+        Err(TraceError::BadMagic { offset: 0 })
+    ));
     let mut twice = bytes.clone();
     twice.extend_from_slice(&bytes[..10]);
     assert!(matches!(

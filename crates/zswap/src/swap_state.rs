@@ -26,13 +26,23 @@ pub const WRITEBACK_BATCH: usize = 32;
 pub const ENTRY_METADATA_BYTES: usize = 64;
 
 /// Where a swapped-out folio went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SwapOutReport {
     pub zero: usize,
     pub zswap: usize,
     pub disk: usize,
     /// Compressed bytes of the pages that went to zswap.
     pub compressed_bytes: usize,
+    /// Each page's place, in folio order: [`SwapOutReport::ZERO_PAGE`],
+    /// [`SwapOutReport::ON_FILE`], or its compressed length in the pool.
+    pub page_sizes: Vec<u16>,
+}
+
+impl SwapOutReport {
+    /// [`SwapOutReport::page_sizes`] of a zero-filled page.
+    pub const ZERO_PAGE: u16 = 0;
+    /// [`SwapOutReport::page_sizes`] of a page written to the swap file.
+    pub const ON_FILE: u16 = u16::MAX;
 }
 
 /// Where a swapped-in page came from.
@@ -208,8 +218,11 @@ impl Swap {
         self.check_offsets(offsets)?;
         let (mut rest_pages, mut rest_offsets, mut zero_offsets) =
             (Vec::new(), Vec::new(), Vec::new());
+        let mut zero_pages = Vec::with_capacity(pages.len());
         for (&page, &o) in pages.iter().zip(offsets) {
-            if page.iter().all(|&b| b == 0) {
+            let zero = page.iter().all(|&b| b == 0);
+            zero_pages.push(zero);
+            if zero {
                 zero_offsets.push(o);
             } else {
                 rest_pages.push(page);
@@ -243,13 +256,33 @@ impl Swap {
         }
         if let Some(prepared) = pooled {
             report.zswap = prepared.len();
-            report.compressed_bytes = prepared.compressed_bytes();
+            {
+                let mut lengths = prepared.compressed_lengths();
+                report.page_sizes = zero_pages
+                    .iter()
+                    .map(|&zero| match zero {
+                        true => SwapOutReport::ZERO_PAGE,
+                        false => lengths.next().unwrap_or(0) as u16,
+                    })
+                    .collect();
+            }
+            report.compressed_bytes = report.page_sizes.iter().map(|&s| usize::from(s)).sum();
             self.zswap.commit(prepared, &rest_offsets);
         } else if let Some(copy) = to_disk {
             let copies: Vec<&[u8]> = copy.chunks_exact(PAGE_SIZE).collect();
             self.dev.write_pages(&rest_offsets, &copies)?;
             Counters::add(&self.counters.pswpout, copies.len());
             report.disk = copies.len();
+            report.page_sizes = zero_pages
+                .iter()
+                .map(|&zero| match zero {
+                    true => SwapOutReport::ZERO_PAGE,
+                    false => SwapOutReport::ON_FILE,
+                })
+                .collect();
+        }
+        if report.page_sizes.is_empty() {
+            report.page_sizes = vec![SwapOutReport::ZERO_PAGE; pages.len()];
         }
         for o in zero_offsets {
             self.set_zero(o, true);

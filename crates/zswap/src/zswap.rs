@@ -65,10 +65,10 @@ impl Prepared<'_> {
         self.stored.is_empty()
     }
 
-    /// Bytes of the compressed objects prepared (what the pool holds of
-    /// them, before its size classes round them up).
-    pub fn compressed_bytes(&self) -> usize {
-        self.stored.iter().map(|&(_, len)| len).sum()
+    /// Bytes of each compressed object prepared, in page order (before
+    /// the pool's size classes round them up).
+    pub fn compressed_lengths(&self) -> impl Iterator<Item = usize> + '_ {
+        self.stored.iter().map(|&(_, len)| len)
     }
 }
 

@@ -358,6 +358,7 @@ impl Pager {
         if self.tracks_writes() {
             let mut op = Age::new();
             self.drive(|cx| op.step(cx));
+            self.record(trace::Event::Aged);
         }
     }
 

@@ -13,7 +13,7 @@
 //! not, thread, time, how long serving it took), each evicted run (pages,
 //! how many were zero or went to the swap file, compressed bytes of the
 //! rest, each page's compressed length), the limit in force when it
-//! changes, forks (a child's first record names its parent). Accesses to
+//! changes, aging passes, forks (a child's first record names its parent). Accesses to
 //! resident pages are not seen and not recorded: a trace recorded under
 //! a limit says which pages missed under that limit, which is exact for
 //! replaying the policy it ran under at that limit and above (a

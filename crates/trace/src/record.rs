@@ -69,6 +69,9 @@ pub enum Event {
     /// compressed length in the pool, or [`SIZE_NONE`] past the run's end.
     /// Carries no time (its record's time reads 0).
     Sizes { addr: u64, sizes: [u16; 8] },
+    /// An aging pass write-protected the resident pages (write tracking):
+    /// a write to one of them is a [`Event::WpFault`] from now on.
+    Aged,
 }
 
 /// [`Event::Sizes`]: a zero-filled page (nothing stored but a bit).
@@ -152,6 +155,7 @@ impl Record {
             Event::Limit { pages } => (pages << 12 | 8, 0),
             Event::Forked { parent } => (9, pair(parent, 0)),
             Event::Lost { count } => (10, pair(count, 0)),
+            Event::Aged => (12, 0),
             Event::Sizes { addr, sizes } => {
                 return [addr | 11, pack4(&sizes[..4]), pack4(&sizes[4..])];
             }
@@ -191,6 +195,7 @@ impl Record {
             8 => Event::Limit { pages: w[0] >> 12 },
             9 => Event::Forked { parent: a },
             10 => Event::Lost { count: a },
+            12 => Event::Aged,
             11 => {
                 let mut sizes = [0u16; 8];
                 unpack4(w[1], &mut sizes[..4]);
@@ -265,6 +270,7 @@ mod tests {
             (0u64..1 << 50).prop_map(|pages| Event::Limit { pages }),
             any::<u32>().prop_map(|parent| Event::Forked { parent }),
             any::<u32>().prop_map(|count| Event::Lost { count }),
+            Just(Event::Aged),
             ((0u64..1 << 35).prop_map(|p| p << 12), any::<[u16; 8]>())
                 .prop_map(|(addr, sizes)| Event::Sizes { addr, sizes }),
         ]

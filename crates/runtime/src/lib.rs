@@ -148,6 +148,7 @@ pub use reclaim::{throttle_headroom_bytes, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
 pub use runtime::Runtime;
 pub use shared::{LimitControl, SharedLimit};
+pub use swapin::FolioSwapin;
 pub use uffd::FaultMode;
 
 /// Checks that this process may create the userfaultfd a runtime needs

@@ -78,6 +78,15 @@ impl Pager {
             // do not each wake this thread for one batch.
             while !self.stopping() && self.charged() > self.low_watermark() {
                 self.inject_failure();
+                if self
+                    .env
+                    .live()
+                    .recorder
+                    .as_ref()
+                    .is_some_and(|r| r.filling())
+                {
+                    self.drain_trace();
+                }
                 if self.compact_store() > 0 {
                     // Fewer pool pages: perhaps under the limit already.
                     continue;

@@ -19,6 +19,7 @@
 //!
 //! Only the fault handler loads (one thread per process), so the record
 //! needs no lock; relaxed atomics keep it `Sync` and cost nothing more.
+//! The design lab's replay (`lab` crate) asks the same questions of it.
 
 use crate::protocol::PAGE;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -48,7 +49,7 @@ impl Span {
 }
 
 /// Which swap-in faults bring their whole folio.
-pub(crate) struct FolioSwapin {
+pub struct FolioSwapin {
     /// Folio size in pages (a power of two).
     folio_pages: usize,
     recent: [Span; RECENT],
@@ -56,7 +57,7 @@ pub(crate) struct FolioSwapin {
 }
 
 impl FolioSwapin {
-    pub(crate) fn new(folio_pages: usize) -> Self {
+    pub fn new(folio_pages: usize) -> Self {
         Self {
             folio_pages: folio_pages.max(1).next_power_of_two(),
             recent: std::array::from_fn(|_| Span {
@@ -70,7 +71,7 @@ impl FolioSwapin {
 
     /// Records a swap-in fault at `addr`; returns whether the rest of its
     /// folio should come along (the fault streams).
-    pub(crate) fn wants_folio(&self, addr: usize) -> bool {
+    pub fn wants_folio(&self, addr: usize) -> bool {
         let page = addr / PAGE;
         let streams = |(lo, hi): (usize, usize)| page.checked_add(1) == Some(lo) || page == hi + 1;
         match self.recent.iter().find(|s| s.get().is_some_and(streams)) {

@@ -97,6 +97,12 @@ impl Recorder {
         }
     }
 
+    /// The queue is a quarter full: time to drain, where a drainer is
+    /// busy with other work.
+    pub fn filling(&self) -> bool {
+        self.queue.len() > self.queue.capacity() / 4
+    }
+
     /// Records dropped so far.
     pub fn lost(&self) -> u64 {
         self.lost.load(Ordering::Relaxed)

@@ -1,0 +1,277 @@
+//! # lab — the design lab: a real program's paging, recorded once, replayed
+//! against designs in seconds
+//!
+//! `uzswap run --record FILE -- CMD` writes what paging sees (the `trace`
+//! crate); `uzswap replay FILE` reads it into a [`Workload`] and pages it
+//! again, without the program, under each policy and limit asked for:
+//!
+//! * **the runtime's own protocol** ([`protocol`]): the functions `uzswap
+//!   run` steps for every fault and eviction, driven against a replay
+//!   environment (every kernel call succeeds; stored pages are zsmalloc
+//!   objects of their recorded compressed size). Replayed at the limit it
+//!   was recorded under, it predicts the run's swap-ins and evictions;
+//! * **reference policies** ([`policy`], [`policies`]): LRU, FIFO, CLOCK,
+//!   and Belady's optimum (`opt`), which no demand-paging policy beats on
+//!   the same accesses and limit. A new policy is one file implementing
+//!   [`Policy`].
+//!
+//! Each replay gives an [`Outcome`]: swap-ins, evictions, first touches,
+//! bytes compressed, the pool's peak (zsmalloc's pages), and a predicted
+//! time from the run's own measured costs ([`Outcome::predicted_s`]).
+//! [`sweep`] replays every policy over a list of limits on all CPUs: a
+//! miss-ratio curve.
+//!
+//! ## What a trace can and cannot tell
+//!
+//! A userfaultfd pager sees misses, not hits: the accesses a trace holds
+//! are the recorded run's faults and write-protect faults. Replayed at the
+//! recorded limit or above, that is every access that matters to a
+//! FIFO-ordered reclaim such as the runtime's (it orders pages by when
+//! they came in; hits do not move them) and every miss of any policy. Below
+//! the recorded limit, pages that stayed resident in the run were
+//! accessed unseen, so every replay there undercounts: record at the
+//! lowest limit of interest and replay upwards. LRU and CLOCK see only
+//! the accesses the trace holds, so their rows are what those orders would
+//! do with a pager's view, not with the kernel's accessed bits.
+//!
+//! ## Invariants
+//!
+//! 1. A replay is a pure function of the workload and its settings: the
+//!    same trace gives the same table, on any machine.
+//! 2. Every policy sees the same steps; `opt` is computed on exactly those,
+//!    so its swap-ins bound every reference policy's at the same limit.
+
+pub mod policies;
+pub mod policy;
+pub mod pool;
+pub mod protocol;
+pub mod workload;
+
+pub use policy::{simulate, Policy};
+pub use protocol::{ProtocolConfig, ReplayError};
+pub use workload::{Recorded, Step, Workload};
+
+use pool::PoolModel;
+
+/// The limit a replay runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The recorded run's limit in force, as it moved.
+    Recorded,
+    /// A fixed limit, in pages.
+    Fixed(u64),
+}
+
+impl Limit {
+    /// The limit in pages at the start of `w`.
+    pub fn initial(self, w: &Workload) -> u64 {
+        match self {
+            Limit::Fixed(p) => p,
+            Limit::Recorded => w
+                .steps
+                .iter()
+                .find_map(|s| match s {
+                    Step::Limit(p) => Some(*p),
+                    _ => None,
+                })
+                .unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The limit after the recorded run's moved to `recorded`.
+    pub fn follow(self, current: u64, recorded: u64) -> u64 {
+        match self {
+            Limit::Fixed(_) => current,
+            Limit::Recorded => recorded,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Limit::Recorded => "recorded".into(),
+            Limit::Fixed(p) => format!("{}M", p * 4096 / (1 << 20)),
+        }
+    }
+}
+
+/// What one replay did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub policy: String,
+    pub limit: Limit,
+    pub accesses: u64,
+    pub first_touches: u64,
+    /// Misses on pages evicted before.
+    pub swapin_faults: u64,
+    /// Pages brought back from the store (a swap-in fault's own page, and
+    /// any its fault-around brought).
+    pub pages_in: u64,
+    pub evicted_pages: u64,
+    /// Evicted pages that were zero-filled (no object).
+    pub zero_pages: u64,
+    /// Write-protect faults (write tracking).
+    pub wp_faults: u64,
+    /// Swap-ins within the workingset (refaults that activate a page).
+    pub activations: u64,
+    /// Swap-ins that brought their whole folio.
+    pub folio_swapins: u64,
+    /// Pages stored in the pool over the replay, and their bytes.
+    pub zswpout: u64,
+    pub stored_bytes: u64,
+    /// zsmalloc's pages at the end, and at most.
+    pub pool_pages: u64,
+    pub pool_peak_pages: u64,
+    /// Most pages charged at once (resident, plus the pool where charged).
+    pub peak_charged_pages: usize,
+    /// Accesses outside every region the replay knows (none in a complete
+    /// trace).
+    pub unplaced: u64,
+    /// How long the replay took.
+    pub seconds: f64,
+}
+
+impl Outcome {
+    pub fn new(policy: String, limit: Limit) -> Outcome {
+        Outcome {
+            policy,
+            limit,
+            accesses: 0,
+            first_touches: 0,
+            swapin_faults: 0,
+            pages_in: 0,
+            evicted_pages: 0,
+            zero_pages: 0,
+            wp_faults: 0,
+            activations: 0,
+            folio_swapins: 0,
+            zswpout: 0,
+            stored_bytes: 0,
+            pool_pages: 0,
+            pool_peak_pages: 0,
+            peak_charged_pages: 0,
+            unplaced: 0,
+            seconds: 0.0,
+        }
+    }
+
+    pub(crate) fn finish_pool(&mut self, pool: &PoolModel) {
+        self.zswpout = pool.stored_pages;
+        self.stored_bytes = pool.stored_bytes;
+        self.zero_pages += pool.zero_pages;
+        self.pool_pages = pool.pool_pages() as u64;
+        self.pool_peak_pages = pool.peak_pages() as u64;
+    }
+
+    /// Predicted elapsed time: the recorded run's time less its own
+    /// swap-in and write-protect waits, plus this replay's counts at the
+    /// run's mean cost of each. Evictions are left out: the run's
+    /// reclaimer evicts beside the program, not in its way.
+    pub fn predicted_s(&self, r: &Recorded) -> f64 {
+        r.base_s()
+            + self.swapin_faults as f64 * r.swapin_cost_s()
+            + self.wp_faults as f64 * r.wp_cost_s()
+    }
+
+    /// The counters in `uzswap run --stats-out`'s `name value` form and
+    /// names, for the ones a replay has.
+    pub fn stats_lines(&self) -> String {
+        let faults = self.first_touches + self.swapin_faults;
+        [
+            ("faults", faults),
+            ("swapin_faults", self.swapin_faults),
+            ("evicted_pages", self.evicted_pages),
+            ("wp_faults", self.wp_faults),
+            ("workingset_refault", self.activations),
+            (
+                "around_pages",
+                self.pages_in.saturating_sub(self.swapin_faults),
+            ),
+            ("folio_swapins", self.folio_swapins),
+            ("zswpout", self.zswpout),
+            ("swpout_zero", self.zero_pages),
+            ("pool_total_size", self.pool_pages * 4096),
+            ("stored_bytes", self.stored_bytes),
+        ]
+        .iter()
+        .map(|(k, v)| format!("{k} {v}\n"))
+        .collect()
+    }
+}
+
+/// Why a sweep stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("unknown policy {0:?} (known: uzswap, {known})", known = policies::NAMES.join(", "))]
+    UnknownPolicy(String),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Pool(#[from] pool::PoolError),
+}
+
+/// Checks policy names: `uzswap` (the runtime's protocol) or a reference
+/// policy's.
+pub fn check_policies(names: &[String]) -> Result<(), LabError> {
+    for n in names {
+        if n != protocol::NAME && policies::by_name(n).is_none() {
+            return Err(LabError::UnknownPolicy(n.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Replays `w` under policy `name` at `limit`.
+pub fn replay_one(
+    w: &Workload,
+    name: &str,
+    limit: Limit,
+    cfg: &ProtocolConfig,
+) -> Result<Outcome, LabError> {
+    if name == protocol::NAME {
+        return Ok(protocol::replay(w, limit, cfg)?);
+    }
+    let mut p = policies::by_name(name).ok_or_else(|| LabError::UnknownPolicy(name.into()))?;
+    Ok(simulate(w, limit, cfg.charge_pool, p.as_mut())?)
+}
+
+/// Every policy in `names` at every limit in `limits`, on `threads`
+/// threads; `done` is called after each replay (progress). Outcomes in
+/// the order limit by limit, policy by policy.
+pub fn sweep(
+    w: &Workload,
+    names: &[String],
+    limits: &[Limit],
+    cfg: &ProtocolConfig,
+    threads: usize,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Outcome>, LabError> {
+    check_policies(names)?;
+    let jobs: Vec<(Limit, &str)> = limits
+        .iter()
+        .flat_map(|&l| names.iter().map(move |n| (l, n.as_str())))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Outcome, LabError>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(limit, name)) = jobs.get(i) else {
+                    break;
+                };
+                let r = replay_one(w, name, limit, cfg);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                done();
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every job ran")
+        })
+        .collect()
+}

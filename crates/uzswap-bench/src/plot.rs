@@ -61,7 +61,7 @@ const COLORS: [RGBColor; 5] = [
     RGBColor(148, 103, 189),
 ];
 
-/// A line over time: its name and its points (seconds, value).
+/// A line: its name and its points (x, value).
 #[derive(Debug, Clone)]
 pub struct Line {
     pub name: String,
@@ -73,6 +73,18 @@ pub struct Line {
 pub fn timeline(
     path: &Path,
     title: &str,
+    panels: &[(&str, &str, Vec<Line>)],
+) -> Result<(), BenchError> {
+    curves(path, title, "seconds", panels)
+}
+
+/// Panels of lines over a shared x axis named `x_desc` (from 0), one above
+/// the other, written to `path` (PNG): each panel its title, its unit, and
+/// its lines.
+pub fn curves(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
     panels: &[(&str, &str, Vec<Line>)],
 ) -> Result<(), BenchError> {
     let end = panels
@@ -106,7 +118,7 @@ pub fn timeline(
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("seconds")
+            .x_desc(x_desc)
             .y_desc(*unit)
             .y_label_formatter(&|v| pretty(*v))
             .label_style(("sans-serif", 14))

@@ -60,6 +60,7 @@ mod gen;
 mod outputs;
 mod proc;
 mod progress;
+pub mod replay;
 mod runner;
 pub mod savings;
 mod summary;

@@ -10,6 +10,7 @@
 mod attach;
 mod compat;
 mod peer;
+mod replay;
 mod run;
 
 use clap::{Args, Parser, Subcommand};
@@ -80,6 +81,11 @@ enum Command {
         /// The attached process's id.
         pid: u32,
     },
+    /// Page a trace recorded by `uzswap run --record FILE` again, without
+    /// the program, under the runtime's own protocol and reference
+    /// policies (LRU, FIFO, CLOCK, Belady's optimum), at the recorded limit
+    /// and a sweep of others: `uzswap replay FILE`
+    Replay(replay::ReplayArgs),
     /// Live counters of a program running under `uzswap run`.
     Stats {
         /// Its process id.
@@ -162,6 +168,11 @@ enum Bench {
     /// Swap-in readahead policies on a fault trace (mainline, no readahead
     /// for pooled pages, disk-only with fault-around).
     Readahead(ReadaheadArgs),
+    /// The design lab's fidelity: programs of the compatibility suite run
+    /// without and with `--record` (its overhead), their traces replayed
+    /// at the recorded limit (predicted against the run's counters) and
+    /// swept over limits under every policy.
+    Replay(compat::replay::ReplayBenchArgs),
     /// usemem: processes under `uzswap run` writing more memory than the
     /// limit, per compressor and folio size (usemem30 of the compress
     /// batching posts, scaled down).
@@ -360,6 +371,15 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Replay(a)) => {
+            return match replay::replay(&a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uzswap replay: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Compat(a)) => {
             return match compat::run(&a) {
                 Ok(true) => ExitCode::SUCCESS,
@@ -386,6 +406,16 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("uzswap bench faults: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Bench(Bench::Replay(a))) => {
+            return match compat::replay::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap bench replay: {e}");
                     ExitCode::from(2)
                 }
             }

@@ -53,7 +53,7 @@ pub fn run(a: &ProgramsArgs) -> Result<bool, String> {
     if let Some(z) = &a.zram {
         systems.push(System::KernelZram(z.clone()));
     }
-    let work = create_work(a)?;
+    let work = create_work(&a.work, a.name)?;
     let me = User::Invoker(proc::invoker_name());
     let tools = super::work::locate_tools(&work, std::slice::from_ref(&me))?;
     proc::end_commands_on_interrupt();

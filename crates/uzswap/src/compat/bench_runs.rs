@@ -221,17 +221,15 @@ pub(super) struct ProgramResult {
     pub(super) skipped: Option<String>,
 }
 
-pub(super) fn create_work(a: &ProgramsArgs) -> Result<Work, String> {
-    let parent = a.work.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let root = parent.join(format!("uzswap-{}-{}", a.name, std::process::id()));
+/// The work folder `uzswap-NAME-PID` of a benchmark named `name`.
+pub(super) fn create_work(w: &WorkArgs, name: &str) -> Result<Work, String> {
+    let parent = w.work_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let root = parent.join(format!("uzswap-{name}-{}", std::process::id()));
     if root.exists() {
         return Err(format!("{} exists already", root.display()));
     }
     make_dir(&root, 0o755)?;
-    Ok(Work {
-        root,
-        keep: a.work.keep,
-    })
+    Ok(Work { root, keep: w.keep })
 }
 
 /// What every program's runs share.

@@ -115,7 +115,7 @@ pub fn run(a: &FaultsArgs) -> Result<bool, String> {
     if let Some(z) = &programs.zram {
         systems.push(System::KernelZram(z.clone()));
     }
-    let work = create_work(&programs)?;
+    let work = create_work(&programs.work, programs.name)?;
     let me = User::Invoker(proc::invoker_name());
     let tools = super::work::locate_tools(&work, std::slice::from_ref(&me))?;
     proc::end_commands_on_interrupt();

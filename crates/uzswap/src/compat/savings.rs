@@ -144,7 +144,7 @@ pub fn run(a: &SavingsArgs) -> Result<bool, String> {
     let mut systems = vec![System::Plain];
     systems.extend(SAVINGS_VARIANTS.iter().cloned().map(System::Uzswap));
     systems.extend(shares.iter().map(|&p| System::KernelZswapShare(p)));
-    let work = create_work(&programs)?;
+    let work = create_work(&programs.work, programs.name)?;
     let me = User::Invoker(proc::invoker_name());
     let tools = super::work::locate_tools(&work, std::slice::from_ref(&me))?;
     proc::end_commands_on_interrupt();

@@ -1,0 +1,376 @@
+//! `uzswap bench replay`: the design lab's fidelity and cost, on programs
+//! of the compatibility suite. Each program runs under `uzswap run` at its
+//! limit without and with `--record` (interleaved: the recording's
+//! overhead), then its trace is replayed through the runtime's protocol at
+//! the recorded limit (predicted swap-ins and evictions against the run's
+//! own counters), and swept over limits under every policy (how long a
+//! design takes to try).
+
+use super::bench_runs::{create_work, WorkArgs};
+use super::cases::{Case, Ctx, Scale};
+use super::outputs::sha256;
+use super::proc::{self, Job, User};
+use super::summary::human_size;
+use super::work::{make_dir, readable_by_all, Work};
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use lab::{Limit, ProtocolConfig, Workload};
+use std::path::Path;
+use uzswap_bench::Progress;
+
+#[derive(Args, Debug)]
+pub struct ReplayBenchArgs {
+    /// Programs (cases of `uzswap compat --list`), comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "randpage,sort,python-list,sqlite"
+    )]
+    pub only: Vec<String>,
+    /// Runs of each program without and with --record, interleaved.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// The compatibility suite's full sizes (default: its quick sizes).
+    #[arg(long)]
+    pub full: bool,
+    /// Limits of the sweep (every policy at each).
+    #[arg(long, default_value_t = 10)]
+    pub sweep: usize,
+    #[command(flatten)]
+    pub work: WorkArgs,
+}
+
+/// One program's results.
+struct Fidelity {
+    case: &'static str,
+    limit: u64,
+    /// Median elapsed without and with --record.
+    plain_s: f64,
+    recording_s: f64,
+    trace_bytes: u64,
+    /// The run's counters and the replay's, per recorded rep.
+    runs: Vec<(u64, u64, u64, u64)>,
+    opt_swapins: u64,
+    sweep_replays: usize,
+    sweep_s: f64,
+    problem: Option<String>,
+}
+
+pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
+    if a.reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    let cases = super::select_cases(&a.only)?;
+    let scale = if a.full { Scale::Full } else { Scale::Quick };
+    let work = create_work(&a.work, "replay")?;
+    let me = User::Invoker(proc::invoker_name());
+    let uzswap = super::work::locate_tools(&work, std::slice::from_ref(&me))?.uzswap;
+    proc::end_commands_on_interrupt();
+    println!(
+        "uzswap bench replay ({}): {} programs, {} runs each without and with --record; work folder {}",
+        if a.full { "full sizes" } else { "quick sizes" },
+        cases.len(),
+        a.reps,
+        work.root.display()
+    );
+    let progress = Progress::new("bench replay", (cases.len() * (2 * a.reps + 1)) as u64);
+    let mut results = Vec::new();
+    for case in cases {
+        let r = program(a, case, scale, &work, &me, &uzswap, &progress);
+        results.push(r);
+        if proc::interrupted() {
+            break;
+        }
+    }
+    progress.finish();
+    work.remove_unless_kept();
+    if proc::interrupted() {
+        return Err("interrupted".into());
+    }
+    println!("{}", table(&results));
+    Ok(results.iter().all(|r| r.problem.is_none()))
+}
+
+fn program(
+    a: &ReplayBenchArgs,
+    case: &'static Case,
+    scale: Scale,
+    work: &Work,
+    me: &User,
+    uzswap: &Path,
+    progress: &Progress,
+) -> Fidelity {
+    let sizes = case.sizes(scale);
+    let mut f = Fidelity {
+        case: case.name,
+        limit: sizes.limit,
+        plain_s: 0.0,
+        recording_s: 0.0,
+        trace_bytes: 0,
+        runs: Vec::new(),
+        opt_swapins: 0,
+        sweep_replays: 0,
+        sweep_s: 0.0,
+        problem: None,
+    };
+    if let Err(e) = measure(a, case, scale, work, me, uzswap, progress, &mut f) {
+        f.problem = Some(e);
+    }
+    f
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    a: &ReplayBenchArgs,
+    case: &'static Case,
+    scale: Scale,
+    work: &Work,
+    me: &User,
+    uzswap: &Path,
+    progress: &Progress,
+    f: &mut Fidelity,
+) -> Result<(), String> {
+    let missing = case.missing();
+    if !missing.is_empty() {
+        return Err(format!("not installed: {}", missing.join(", ")));
+    }
+    let sizes = case.sizes(scale);
+    let input = work.inputs(case.name);
+    let ctx = Ctx {
+        input: &input,
+        size: sizes.size,
+    };
+    make_dir(&input, 0o755)
+        .and_then(|()| (case.setup)(&ctx))
+        .and_then(|()| readable_by_all(&input))?;
+    let command = (case.command)(&ctx);
+    let dir = work.runs(me, case.name);
+    let (mut plain, mut recording) = (Vec::new(), Vec::new());
+    let mut reference: Option<String> = None;
+    let mut last_trace = None;
+    for rep in 0..a.reps {
+        // Alternate which goes first: drift in the machine falls on both.
+        let order = if rep % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for record in order {
+            let run_dir = dir.join(format!("{}-{rep}", if record { "record" } else { "plain" }));
+            let one = one_run(
+                case,
+                &command,
+                sizes.limit,
+                record,
+                &run_dir,
+                me,
+                uzswap,
+                scale,
+            )?;
+            progress.step(&format!(
+                "{} {} run {}: {:.1}s",
+                case.name,
+                if record { "with --record" } else { "without" },
+                rep + 1,
+                one.elapsed
+            ));
+            match &reference {
+                None => reference = Some(one.digest.clone()),
+                Some(d) if *d != one.digest => {
+                    return Err(format!(
+                        "outputs differ between runs ({})",
+                        run_dir.display()
+                    ))
+                }
+                Some(_) => {}
+            }
+            if record {
+                recording.push(one.elapsed);
+                let trace = run_dir.join("run.trace");
+                f.trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+                let w = Workload::from_trace(&trace::read_file(&trace).map_err(|e| e.to_string())?);
+                let o = lab::replay_one(&w, lab::protocol::NAME, Limit::Recorded, &config(case))
+                    .map_err(|e| e.to_string())?;
+                f.runs
+                    .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
+                last_trace = Some(w);
+            } else {
+                plain.push(one.elapsed);
+            }
+        }
+    }
+    f.plain_s = median(&mut plain);
+    f.recording_s = median(&mut recording);
+    let w = last_trace.ok_or("no recorded run")?;
+    f.opt_swapins = lab::replay_one(&w, "opt", Limit::Recorded, &config(case))
+        .map_err(|e| e.to_string())?
+        .swapin_faults;
+    let names: Vec<String> = std::iter::once(lab::protocol::NAME)
+        .chain(lab::policies::NAMES)
+        .map(String::from)
+        .collect();
+    let limits: Vec<Limit> = (1..=a.sweep)
+        .map(|k| Limit::Fixed((w.pages * k / a.sweep).max(16) as u64))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let started = std::time::Instant::now();
+    let outcomes = lab::sweep(&w, &names, &limits, &config(case), threads, &|| {})
+        .map_err(|e| e.to_string())?;
+    f.sweep_s = started.elapsed().as_secs_f64();
+    f.sweep_replays = outcomes.len();
+    progress.step(&format!(
+        "{}: sweep of {} replays",
+        case.name,
+        outcomes.len()
+    ));
+    work.remove_unless_kept_at(&dir);
+    work.remove_unless_kept_at(&input);
+    Ok(())
+}
+
+/// A case's runtime settings as the replay follows them.
+fn config(_case: &Case) -> ProtocolConfig {
+    ProtocolConfig::default()
+}
+
+struct OneRun {
+    elapsed: f64,
+    digest: String,
+    swapins: u64,
+    evicted: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    case: &Case,
+    command: &[String],
+    limit: u64,
+    record: bool,
+    dir: &Path,
+    me: &User,
+    uzswap: &Path,
+    scale: Scale,
+) -> Result<OneRun, String> {
+    let cwd = dir.join("cwd");
+    let scratch = dir.join("scratch");
+    make_dir(&cwd, 0o755)?;
+    make_dir(&scratch, 0o755)?;
+    let stats = dir.join("uzswap.stats");
+    let mut argv = vec![
+        uzswap.display().to_string(),
+        "run".into(),
+        "--limit".into(),
+        limit.to_string(),
+        "--swapfile-dir".into(),
+        scratch.display().to_string(),
+        "--stats-out".into(),
+        stats.display().to_string(),
+    ];
+    if record {
+        argv.extend([
+            "--record".into(),
+            dir.join("run.trace").display().to_string(),
+        ]);
+    }
+    argv.extend(case.flags.iter().map(|f| f.to_string()));
+    argv.push("--".into());
+    argv.extend_from_slice(command);
+    let job = Job {
+        argv,
+        cwd: cwd.clone(),
+        scratch,
+        stdout: dir.join("stdout"),
+        stderr: dir.join("stderr"),
+        timeout: scale.timeout(),
+    };
+    let m = proc::run(me, &job)?;
+    if m.code != 0 || m.timed_out {
+        let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+        return Err(super::outputs::failure(
+            m.code,
+            &super::outputs::program_error(&stderr),
+        ));
+    }
+    let mut digest = sha256(&dir.join("stdout"))?;
+    for out in case.outputs {
+        digest.push_str(&sha256(&cwd.join(out))?);
+    }
+    let text = std::fs::read_to_string(&stats).map_err(|e| format!("{}: {e}", stats.display()))?;
+    let report = launch::report::RunReport::parse(&text).map_err(|e| e.to_string())?;
+    Ok(OneRun {
+        elapsed: m.elapsed.as_secs_f64(),
+        digest,
+        swapins: report.total.runtime.swapin_faults,
+        evicted: report.total.runtime.evicted_pages,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+fn percent(replayed: u64, run: u64) -> f64 {
+    match run {
+        0 if replayed == 0 => 0.0,
+        0 => 100.0,
+        n => (replayed as f64 - n as f64) * 100.0 / n as f64,
+    }
+}
+
+fn table(results: &[Fidelity]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "program",
+        "limit",
+        "elapsed\n(median)",
+        "with --record",
+        "trace",
+        "swap-ins\nrun → replay",
+        "worst\nerror",
+        "evicted\nrun → replay",
+        "worst\nerror",
+        "opt\nswap-ins",
+        "sweep",
+    ]);
+    for r in results {
+        if let Some(p) = &r.problem {
+            t.add_row([
+                Cell::new(r.case),
+                Cell::new(human_size(r.limit)),
+                Cell::new(p),
+            ]);
+            continue;
+        }
+        let worst = |f: fn(&(u64, u64, u64, u64)) -> f64| {
+            r.runs
+                .iter()
+                .map(f)
+                .fold(0.0f64, |m, e| if e.abs() > m.abs() { e } else { m })
+        };
+        let last = r.runs.last().copied().unwrap_or_default();
+        t.add_row([
+            Cell::new(r.case),
+            Cell::new(human_size(r.limit)),
+            right(format!("{:.2} s", r.plain_s)),
+            right(format!(
+                "{:.2} s ({:+.0}%)",
+                r.recording_s,
+                (r.recording_s / r.plain_s.max(1e-9) - 1.0) * 100.0
+            )),
+            right(human_size(r.trace_bytes)),
+            right(format!("{} → {}", last.0, last.1)),
+            right(format!("{:+.1}%", worst(|x| percent(x.1, x.0)))),
+            right(format!("{} → {}", last.2, last.3)),
+            right(format!("{:+.1}%", worst(|x| percent(x.3, x.2)))),
+            right(r.opt_swapins),
+            right(format!("{} replays, {:.2} s", r.sweep_replays, r.sweep_s)),
+        ]);
+    }
+    t
+}

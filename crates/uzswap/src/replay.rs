@@ -1,0 +1,303 @@
+//! `uzswap replay FILE`: a recorded trace (`uzswap run --record`) paged
+//! again under policies and limits, without the program (the `lab` crate).
+
+use crate::compat::human_size;
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use lab::{Limit, Outcome, ProtocolConfig, Workload};
+use launch::settings::parse_size;
+use std::path::PathBuf;
+use uzswap_bench::plot::Line;
+use uzswap_bench::Progress;
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace `uzswap run --record FILE` wrote
+    pub trace: PathBuf,
+    /// Replay at this limit (repeatable: 256M, 1G…); default: the limit the
+    /// run had (as it moved), then a sweep over --sweep limits
+    #[arg(long, value_parser = size_arg)]
+    pub limit: Vec<usize>,
+    /// Policies (repeatable): uzswap (the runtime's own protocol), lru,
+    /// fifo, clock, opt (Belady's optimum); default: all of them
+    #[arg(long)]
+    pub policy: Vec<String>,
+    /// Without --limit: also replay at this many limits, evenly from a
+    /// tenth of the pages the trace touched to all of them (the
+    /// miss-ratio curve); 0 for none
+    #[arg(long, default_value_t = 10)]
+    pub sweep: usize,
+    /// The pool does not count in the limit (`uzswap run --uncharged-pool`)
+    #[arg(long)]
+    pub uncharged_pool: bool,
+    /// Leave out the recorded aging passes (write tracking's reprieves)
+    #[arg(long)]
+    pub no_aging: bool,
+    /// Write the first policy's counters at the first limit as `name
+    /// value` lines, as `uzswap run --stats-out` does
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
+    /// Where the miss-ratio curve goes (PNG); default: next to the trace
+    /// (none with --no-plot)
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Threads the replays run on; default: every CPU
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print each process's first N records (times from its first) and
+    /// stop: what the trace holds
+    #[arg(long, value_name = "N")]
+    pub dump: Option<usize>,
+}
+
+fn size_arg(s: &str) -> Result<usize, String> {
+    parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 64M, 1G)"))
+}
+
+const PAGE: u64 = 4096;
+
+pub fn replay(a: &ReplayArgs) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let procs = trace::read_file(&a.trace).map_err(|e| e.to_string())?;
+    if let Some(n) = a.dump {
+        dump(&procs, n);
+        return Ok(());
+    }
+    let w = Workload::from_trace(&procs);
+    if w.accesses() == 0 {
+        return Err(format!(
+            "{}: no fault recorded (was the program paged? a statically linked one is not recorded)",
+            a.trace.display()
+        ));
+    }
+    let names: Vec<String> = if a.policy.is_empty() {
+        std::iter::once(lab::protocol::NAME)
+            .chain(lab::policies::NAMES)
+            .map(String::from)
+            .collect()
+    } else {
+        a.policy.clone()
+    };
+    lab::check_policies(&names).map_err(|e| e.to_string())?;
+    let r = &w.recorded;
+    let mut limits: Vec<Limit> = a
+        .limit
+        .iter()
+        .map(|&b| Limit::Fixed(b as u64 / PAGE))
+        .collect();
+    let mut curve = Vec::new();
+    if limits.is_empty() {
+        if r.last_limit.is_some() {
+            limits.push(Limit::Recorded);
+        }
+        curve = (1..=a.sweep)
+            .map(|k| Limit::Fixed((w.pages * k / a.sweep).max(16) as u64))
+            .collect();
+        limits.extend(&curve);
+    }
+    eprintln!(
+        "uzswap replay: {} process(es), {} accesses over {} pages ({}), {} limit(s) × {} policies",
+        r.processes,
+        w.accesses(),
+        w.pages,
+        human_size(w.pages as u64 * PAGE),
+        limits.len(),
+        names.len()
+    );
+    let cfg = ProtocolConfig {
+        charge_pool: !a.uncharged_pool,
+        aging: !a.no_aging,
+        ..ProtocolConfig::default()
+    };
+    let progress = Progress::new("replay", (limits.len() * names.len()) as u64);
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let outcomes = lab::sweep(&w, &names, &limits, &cfg, threads, &|| progress.step(""))
+        .map_err(|e| e.to_string())?;
+    progress.finish();
+    println!("{}", recorded_table(&w));
+    println!("{}", outcome_table(&w, &outcomes));
+    if let Some(o) = outcomes
+        .iter()
+        .find(|o| o.limit == Limit::Recorded && o.policy == lab::protocol::NAME)
+    {
+        println!("{}", fidelity(&w, o));
+    }
+    if let Some(path) = &a.stats_out {
+        std::fs::write(path, outcomes[0].stats_lines())
+            .map_err(|e| format!("--stats-out {}: {e}", path.display()))?;
+    }
+    let plots = a.plot.is_some() || crate::plot_path("").is_some();
+    if plots && !curve.is_empty() {
+        let path = a
+            .plot
+            .clone()
+            .unwrap_or_else(|| a.trace.with_extension("mrc.png"));
+        match plot_curve(&path, &names, &outcomes) {
+            Ok(()) => eprintln!("uzswap replay: miss-ratio curve in {}", path.display()),
+            Err(e) => eprintln!("uzswap replay: no plot: {e}"),
+        }
+    }
+    eprintln!(
+        "uzswap replay: {} replays in {:.2}s",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+fn mib(pages: u64) -> String {
+    human_size(pages * PAGE)
+}
+
+/// What the recorded run did, from its own records.
+fn recorded_table(w: &Workload) -> Table {
+    let r = &w.recorded;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(["the recorded run", ""]);
+    let limit = match (r.min_limit, r.last_limit) {
+        (Some(lo), Some(last)) if lo != last => {
+            format!("{} at the lowest, {} at the end", mib(lo), mib(last))
+        }
+        (_, Some(last)) => mib(last),
+        _ => "none recorded".into(),
+    };
+    let rows = [
+        (
+            "time (first to last record)",
+            format!("{:.2} s", r.span_ns as f64 / 1e9),
+        ),
+        ("limit in force", limit),
+        ("first touches", r.first_touches.to_string()),
+        (
+            "swap-in faults",
+            format!(
+                "{} (mean {:.1} µs)",
+                r.swapin_faults,
+                r.swapin_cost_s() * 1e6
+            ),
+        ),
+        (
+            "write-protect faults",
+            format!("{} (mean {:.1} µs)", r.wp_faults, r.wp_cost_s() * 1e6),
+        ),
+        (
+            "evicted pages",
+            format!(
+                "{} ({} zero, {} to the file)",
+                r.evicted_pages, r.zero_pages, r.file_pages
+            ),
+        ),
+        ("compressed bytes stored", human_size(r.stored_bytes)),
+        ("aging passes", r.aging_passes.to_string()),
+        ("records lost", r.lost.to_string()),
+    ];
+    for (k, v) in rows {
+        t.add_row([Cell::new(k), right(v)]);
+    }
+    t
+}
+
+fn outcome_table(w: &Workload, outcomes: &[Outcome]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "limit",
+        "policy",
+        "swap-ins",
+        "evicted",
+        "first touches",
+        "wp faults",
+        "pool peak",
+        "stored",
+        "predicted time",
+        "replay",
+    ]);
+    for o in outcomes {
+        t.add_row([
+            Cell::new(o.limit.describe()),
+            Cell::new(&o.policy),
+            right(o.swapin_faults),
+            right(o.evicted_pages),
+            right(o.first_touches),
+            right(o.wp_faults),
+            right(mib(o.pool_peak_pages)),
+            right(human_size(o.stored_bytes)),
+            right(format!("{:.2} s", o.predicted_s(&w.recorded))),
+            right(format!("{:.2} s", o.seconds)),
+        ]);
+    }
+    t
+}
+
+/// The runtime's replay at the recorded limit against the run itself.
+fn fidelity(w: &Workload, o: &Outcome) -> String {
+    let r = &w.recorded;
+    let off = |replayed: u64, recorded: u64| match recorded {
+        0 => "n/a".to_string(),
+        n => format!("{:+.1}%", (replayed as f64 - n as f64) * 100.0 / n as f64),
+    };
+    format!(
+        "fidelity (uzswap replayed at the recorded limit against the run): swap-ins {} vs {} ({}), evicted pages {} vs {} ({})",
+        o.swapin_faults,
+        r.swapin_faults,
+        off(o.swapin_faults, r.swapin_faults),
+        o.evicted_pages,
+        r.evicted_pages,
+        off(o.evicted_pages, r.evicted_pages),
+    )
+}
+
+fn plot_curve(
+    path: &std::path::Path,
+    names: &[String],
+    outcomes: &[Outcome],
+) -> Result<(), String> {
+    let lines: Vec<Line> = names
+        .iter()
+        .map(|n| Line {
+            name: n.clone(),
+            points: outcomes
+                .iter()
+                .filter(|o| &o.policy == n)
+                .filter_map(|o| match o.limit {
+                    Limit::Fixed(p) => {
+                        Some(((p * PAGE) as f64 / (1 << 20) as f64, o.swapin_faults as f64))
+                    }
+                    Limit::Recorded => None,
+                })
+                .collect(),
+        })
+        .collect();
+    uzswap_bench::plot::curves(
+        path,
+        "swap-ins by limit (miss-ratio curve)",
+        "limit, MiB",
+        &[("swap-in faults", "faults", lines)],
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Each process's first `n` records, one a line.
+fn dump(procs: &[trace::ProcessTrace], n: usize) {
+    for p in procs {
+        println!("process {} ({} records)", p.pid, p.records.len());
+        let t0 = p
+            .records
+            .iter()
+            .map(|r| r.time_ns)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
+        for r in p.records.iter().take(n) {
+            let at = r.time_ns.saturating_sub(t0) as f64 / 1e6;
+            println!("  {at:10.3} ms  {:?}", r.event);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! `uzswap run --record` and `uzswap replay`: a recorded run's trace holds
+//! every fault and eviction the run counted, for each of its processes,
+//! and replaying it through the runtime's protocol at the recorded limit
+//! comes near the run's own swap-ins.
+
+mod common;
+
+use common::{compile_c, run_report, text, UZSWAP};
+use std::process::Command;
+use trace::Event;
+
+#[test]
+fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
+    let dir = tempdir("record");
+    let prog = compile_c("recordme", &dir);
+    let plain = Command::new(&prog).output().unwrap();
+    assert!(plain.status.success());
+    let (trace_path, stats) = (dir.join("run.trace"), dir.join("run.stats"));
+    let run = Command::new(UZSWAP)
+        .args(["run", "--limit", "8M", "--record"])
+        .arg(&trace_path)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(
+        text(&run.stdout),
+        text(&plain.stdout),
+        "output differs from a plain run"
+    );
+    let report = run_report(&stats);
+    let counted = &report.total.runtime;
+    assert!(
+        counted.swapin_faults > 1000,
+        "the limit must make the program swap"
+    );
+
+    let procs = trace::read_file(&trace_path).unwrap();
+    assert_eq!(procs.len(), 2, "the program and its forked child");
+    let (parent, child) = (&procs[0], &procs[1]);
+    assert_eq!(
+        child.records[0].event,
+        Event::Forked { parent: parent.pid },
+        "a child's first record names its parent"
+    );
+    let (mut faults, mut evicted, mut wp, mut lost) = (0u64, 0u64, 0u64, 0u64);
+    for r in procs.iter().flat_map(|p| &p.records) {
+        match r.event {
+            Event::Fault { .. } => faults += 1,
+            Event::Evict { pages, .. } => evicted += u64::from(pages),
+            Event::WpFault { .. } => wp += 1,
+            Event::Lost { count } => lost += u64::from(count),
+            _ => {}
+        }
+    }
+    let wp_counted = counted.wp_faults + counted.clean_written;
+    if lost == 0 {
+        assert_eq!(faults, counted.faults, "every fault recorded");
+        assert_eq!(
+            evicted, counted.evicted_pages,
+            "every evicted page recorded"
+        );
+        // A write-protect fault that found its page being evicted is
+        // recorded (an access) but counted in no class: it faults again.
+        assert!(
+            wp >= wp_counted,
+            "{wp} write-protect faults recorded, {wp_counted} counted"
+        );
+    } else {
+        // A queue that filled: what was dropped is said, never invented.
+        assert!(faults <= counted.faults && evicted <= counted.evicted_pages);
+        assert!(faults + evicted + wp + lost >= counted.faults + counted.evicted_pages);
+    }
+
+    let out = dir.join("replay.stats");
+    let replay = Command::new(UZSWAP)
+        .args(["--no-plot", "replay", "--sweep", "2", "--stats-out"])
+        .arg(&out)
+        .arg(&trace_path)
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let table = text(&replay.stdout);
+    for policy in ["uzswap", "lru", "fifo", "clock", "opt"] {
+        assert!(table.contains(policy), "{policy} missing from\n{table}");
+    }
+    // The first row is the runtime's protocol at the recorded limit.
+    let replayed: u64 = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("swapin_faults ")?.parse().ok())
+        .expect("swapin_faults in the replay's stats");
+    let run_swapins = counted.swapin_faults as f64;
+    assert!(
+        (replayed as f64 - run_swapins).abs() <= 0.25 * run_swapins,
+        "replayed {replayed} swap-ins against the run's {run_swapins}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn replay_refuses_what_is_not_a_trace() {
+    let dir = tempdir("notrace");
+    let bad = dir.join("bad.trace");
+    std::fs::write(&bad, b"not a trace at all, but long enough").unwrap();
+    let out = Command::new(UZSWAP)
+        .arg("replay")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("bad magic"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = Command::new(UZSWAP)
+        .args(["replay", "--policy", "belady2"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("uzswap-replay-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

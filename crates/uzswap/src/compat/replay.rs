@@ -36,6 +36,11 @@ pub struct ReplayBenchArgs {
     /// Limits of the sweep (every policy at each).
     #[arg(long, default_value_t = 10)]
     pub sweep: usize,
+    /// Runs and replays with the pool outside the limit (`uzswap run
+    /// --uncharged-pool`): the swap file is then rarely used, and the
+    /// replay, which has no file tier, follows evictions too.
+    #[arg(long)]
+    pub uncharged_pool: bool,
     #[command(flatten)]
     pub work: WorkArgs,
 }
@@ -67,8 +72,9 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
     let uzswap = super::work::locate_tools(&work, std::slice::from_ref(&me))?.uzswap;
     proc::end_commands_on_interrupt();
     println!(
-        "uzswap bench replay ({}): {} programs, {} runs each without and with --record; work folder {}",
+        "uzswap bench replay ({}, pool {}): {} programs, {} runs each without and with --record; work folder {}",
         if a.full { "full sizes" } else { "quick sizes" },
+        if a.uncharged_pool { "outside the limit" } else { "counted in the limit" },
         cases.len(),
         a.reps,
         work.root.display()
@@ -158,6 +164,7 @@ fn measure(
         for record in order {
             let run_dir = dir.join(format!("{}-{rep}", if record { "record" } else { "plain" }));
             let one = one_run(
+                a,
                 case,
                 &command,
                 sizes.limit,
@@ -189,7 +196,7 @@ fn measure(
                 let trace = run_dir.join("run.trace");
                 f.trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
                 let w = Workload::from_trace(&trace::read_file(&trace).map_err(|e| e.to_string())?);
-                let o = lab::replay_one(&w, lab::protocol::NAME, Limit::Recorded, &config(case))
+                let o = lab::replay_one(&w, lab::protocol::NAME, Limit::Recorded, &config(a))
                     .map_err(|e| e.to_string())?;
                 f.runs
                     .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
@@ -202,7 +209,7 @@ fn measure(
     f.plain_s = median(&mut plain);
     f.recording_s = median(&mut recording);
     let w = last_trace.ok_or("no recorded run")?;
-    f.opt_swapins = lab::replay_one(&w, "opt", Limit::Recorded, &config(case))
+    f.opt_swapins = lab::replay_one(&w, "opt", Limit::Recorded, &config(a))
         .map_err(|e| e.to_string())?
         .swapin_faults;
     let names: Vec<String> = std::iter::once(lab::protocol::NAME)
@@ -214,8 +221,8 @@ fn measure(
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let started = std::time::Instant::now();
-    let outcomes = lab::sweep(&w, &names, &limits, &config(case), threads, &|| {})
-        .map_err(|e| e.to_string())?;
+    let outcomes =
+        lab::sweep(&w, &names, &limits, &config(a), threads, &|| {}).map_err(|e| e.to_string())?;
     f.sweep_s = started.elapsed().as_secs_f64();
     f.sweep_replays = outcomes.len();
     progress.step(&format!(
@@ -228,9 +235,12 @@ fn measure(
     Ok(())
 }
 
-/// A case's runtime settings as the replay follows them.
-fn config(_case: &Case) -> ProtocolConfig {
-    ProtocolConfig::default()
+/// The runs' settings as the replay follows them.
+fn config(a: &ReplayBenchArgs) -> ProtocolConfig {
+    ProtocolConfig {
+        charge_pool: !a.uncharged_pool,
+        ..ProtocolConfig::default()
+    }
 }
 
 struct OneRun {
@@ -242,6 +252,7 @@ struct OneRun {
 
 #[allow(clippy::too_many_arguments)]
 fn one_run(
+    a: &ReplayBenchArgs,
     case: &Case,
     command: &[String],
     limit: u64,
@@ -271,6 +282,9 @@ fn one_run(
             "--record".into(),
             dir.join("run.trace").display().to_string(),
         ]);
+    }
+    if a.uncharged_pool {
+        argv.push("--uncharged-pool".into());
     }
     argv.extend(case.flags.iter().map(|f| f.to_string()));
     argv.push("--".into());

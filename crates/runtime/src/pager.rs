@@ -143,11 +143,23 @@ impl Pager {
                 addr,
                 write,
                 first_touch,
+                kept_clean: !first_touch && self.is_clean(page),
                 tid,
                 service_ns,
             },
         };
         rec.push_at(began, event);
+    }
+
+    /// Whether `page` is a region page left `Clean` (its slot kept).
+    fn is_clean(&self, page: usize) -> bool {
+        let st = self.lock();
+        st.locate(page).is_some_and(|(base, idx)| {
+            matches!(
+                st.regions[&base].pages[idx].state,
+                protocol::PageState::Clean { .. }
+            )
+        })
     }
 
     /// Records `event` where this run records.

@@ -12,6 +12,7 @@ pub const RECORD_BYTES: usize = 24;
 const KIND_MASK: u64 = 0xf;
 const WRITE_FLAG: u64 = 1 << 4;
 const FIRST_TOUCH_FLAG: u64 = 1 << 5;
+const KEPT_CLEAN_FLAG: u64 = 1 << 6;
 const ADDR_MASK: u64 = !0xfff;
 /// An evicted run's page counts: 11 bits each (a run is at most 512 pages).
 const COUNT_MASK: u64 = 0x7ff;
@@ -32,10 +33,13 @@ pub enum Event {
     /// A missing fault at page `addr` (a `first_touch` of an untouched
     /// page, or a swap-in), by thread `tid`, served in `service_ns`. Also
     /// the pages of a pinned system-call buffer faulted in for the kernel.
+    /// `kept_clean`: the swap-in left its page clean (read from the swap
+    /// file, its slot kept).
     Fault {
         addr: u64,
         write: bool,
         first_touch: bool,
+        kept_clean: bool,
         tid: u32,
         service_ns: u32,
     },
@@ -126,11 +130,13 @@ impl Record {
                 addr,
                 write,
                 first_touch,
+                kept_clean,
                 tid,
                 service_ns,
             } => {
                 let flags = if write { WRITE_FLAG } else { 0 }
-                    | if first_touch { FIRST_TOUCH_FLAG } else { 0 };
+                    | if first_touch { FIRST_TOUCH_FLAG } else { 0 }
+                    | if kept_clean { KEPT_CLEAN_FLAG } else { 0 };
                 (addr | 5 | flags, pair(tid, service_ns))
             }
             Event::WpFault {
@@ -177,6 +183,7 @@ impl Record {
                 addr,
                 write,
                 first_touch: w[0] & FIRST_TOUCH_FLAG != 0,
+                kept_clean: w[0] & KEPT_CLEAN_FLAG != 0,
                 tid: a,
                 service_ns: b,
             },
@@ -234,18 +241,22 @@ mod tests {
             (addr.clone(), any::<u32>()).prop_map(|(addr, pages)| Event::Discard { addr, pages }),
             (
                 addr.clone(),
-                any::<bool>(),
-                any::<bool>(),
+                any::<(bool, bool, bool)>(),
                 any::<u32>(),
                 any::<u32>()
             )
-                .prop_map(|(addr, write, first_touch, tid, service_ns)| Event::Fault {
-                    addr,
-                    write,
-                    first_touch,
-                    tid,
-                    service_ns
-                }),
+                .prop_map(
+                    |(addr, (write, first_touch, kept_clean), tid, service_ns)| {
+                        Event::Fault {
+                            addr,
+                            write,
+                            first_touch,
+                            kept_clean,
+                            tid,
+                            service_ns,
+                        }
+                    }
+                ),
             (addr.clone(), any::<u32>(), any::<u32>()).prop_map(|(addr, tid, service_ns)| {
                 Event::WpFault {
                     addr,

@@ -37,6 +37,7 @@ fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
                         addr: u64::from(i) << 12,
                         write: false,
                         first_touch: false,
+                        kept_clean: false,
                         tid: t,
                         service_ns: i,
                     });

@@ -8,13 +8,12 @@ use crate::protocol::{
     Env, Event, KernelError, Loaded, Slot, StoreError, StoreId, SwapinFault, PAGE,
 };
 use crate::shared::SharedLimit;
-use crate::split::{PoolShape, PoolSplit, Tier};
-use crate::swapin::FolioSwapin;
+use crate::store_side::{LoadContext, LoadOutcome, StoreSide};
 use crate::sys;
 use crate::uffd::FaultMode;
 use common::wakeup::Wakeup;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use userfaultfd::Uffd;
@@ -78,19 +77,11 @@ pub(crate) struct RealEnv {
     /// One folio of zeros: the source of first-touch write faults.
     zeros: Box<[u8]>,
     pub counters: Counters,
-    /// Which swap-in faults bring their whole folio; `None`: off.
-    folio_swapin: Option<FolioSwapin>,
-    /// The pool's share of the limit, fed by swap-ins (`split.rs`);
-    /// `None`: the pool is not charged, or its limit is fixed.
-    pub split: Option<PoolSplit>,
+    /// How swap-ins load, and the budget split (`store_side.rs`).
+    pub store_side: StoreSide,
     /// Every call into a store holds it (shared); a fork holds it alone, so
     /// that no thread is inside a store at the instant of the fork.
     pub gate: RwLock<()>,
-    /// Whether swap-ins keep clean pages' slots (`clean.rs`); taken with
-    /// `try_lock` only (a forked child that finds it held keeps the last
-    /// decision, `keeping_clean`).
-    clean_governor: Mutex<crate::clean::KeepCleanGovernor>,
-    keeping_clean: AtomicBool,
     /// The copy of the run being stored: the store compresses from it, not
     /// from the program's pages, so that no fault of ours can happen while
     /// it holds its slot locks. Only the reclaimer stores; taken inside the
@@ -118,37 +109,16 @@ fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
 }
 
 impl RealEnv {
-    pub fn new(
-        live: Live,
-        mode: FaultMode,
-        folio_pages: usize,
-        folio_swapin: bool,
-        split: Option<PoolSplit>,
-    ) -> Self {
+    pub fn new(live: Live, mode: FaultMode, cfg: &crate::RuntimeConfig) -> Self {
         Self {
             live: ForkCell::new(live),
             mode,
-            zeros: vec![0u8; folio_pages.max(1) * PAGE].into_boxed_slice(),
+            zeros: vec![0u8; cfg.evict_folio_pages.max(1) * PAGE].into_boxed_slice(),
             counters: Counters::default(),
-            folio_swapin: folio_swapin.then(|| FolioSwapin::new(folio_pages)),
-            split,
+            store_side: StoreSide::new(cfg),
             gate: RwLock::new(()),
-            clean_governor: Mutex::new(crate::clean::KeepCleanGovernor::new(Default::default())),
-            keeping_clean: AtomicBool::new(true),
             staging: Mutex::new(Vec::new()),
         }
-    }
-
-    /// The governor's word for a swap-in that could keep clean pages.
-    fn keeps_clean(&self) -> bool {
-        if let Ok(mut g) = self.clean_governor.try_lock() {
-            let keep = g.on_load(crate::clean::Reading {
-                kept_clean: self.counters.kept_clean.load(Ordering::Relaxed),
-                clean_written: self.counters.clean_written.load(Ordering::Relaxed),
-            });
-            self.keeping_clean.store(keep, Ordering::Relaxed);
-        }
-        self.keeping_clean.load(Ordering::Relaxed)
     }
 
     pub fn live(&self) -> &Live {
@@ -507,51 +477,23 @@ impl Env for RealEnv {
                 .map_err(|e| StoreError(e.to_string()))?;
             return Ok(Loaded::default());
         }
-        let mut got = Vec::new();
         let live = self.live();
-        let own = &live.own;
-        let folio = match (&self.folio_swapin, fault) {
-            (Some(f), Some(fault)) => f.wants_folio(fault.addr) && !neighbours.is_empty(),
-            _ => false,
+        let c = &self.counters;
+        let cx = LoadContext {
+            own: &live.own,
+            // A kept slot is evicted again only after `still_protected`
+            // says so: without PAGEMAP_SCAN nothing is kept.
+            can_keep_clean: live.pagemap.is_some(),
+            kept_clean: c.kept_clean.load(Ordering::Relaxed),
+            clean_written: c.clean_written.load(Ordering::Relaxed),
+            evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
+            limit_in_force: &|configured| live.limit_in_force(configured),
+            cost_ns: None,
         };
-        // A kept slot is evicted again only after `still_protected` says
-        // so: without PAGEMAP_SCAN nothing is kept.
-        let mut kept = Vec::new();
-        let started = std::time::Instant::now();
-        let source = if keep_clean && live.pagemap.is_some() && self.keeps_clean() {
-            own.swap_in_keeping_clean(slot, out, neighbours, folio, &mut got, &mut kept)
-        } else if folio {
-            own.swap_in_folio(slot, out, neighbours, &mut got)
-        } else {
-            own.swap_in_around(slot, out, neighbours, &mut got)
-        }
-        .map_err(|e| StoreError(e.to_string()))?;
-        if let (Some(split), Some(fault)) = (&self.split, fault) {
-            let tier = match source {
-                zswap::Source::Zswap => Tier::Pool,
-                zswap::Source::Disk | zswap::Source::SwapCache => Tier::File,
-                zswap::Source::Zero => Tier::Other,
-            };
-            let ns = started.elapsed().as_nanos() as u64;
-            let limit = live.limit_in_force(split.ceiling_pages());
-            split.note_swapin(
-                tier,
-                fault.distance.0,
-                ns,
-                limit,
-                own.charged_pages(),
-                || {
-                    let pool = own.zswap();
-                    let evicted = self.counters.evicted_pages.load(Ordering::Relaxed);
-                    let per_store = evicted as f64 / pool.stores().max(1) as f64;
-                    PoolShape {
-                        horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
-                        entries: pool.stored_pages() as u64,
-                        bytes: pool.pool_total_size() as u64,
-                    }
-                },
-            );
-        }
+        let LoadOutcome { got, kept, folio } = self
+            .store_side
+            .load(slot, out, neighbours, fault, keep_clean, &cx)
+            .map_err(|e| StoreError(e.to_string()))?;
         if folio {
             self.counters.add(Event::FolioSwapin, 1);
         }

@@ -138,16 +138,18 @@ pub mod reservation;
 mod runtime;
 mod shared;
 mod split;
+pub mod store_side;
 mod swapin;
 mod sys;
 mod uffd;
 
 pub use config::{InjectFailure, RuntimeConfig};
 pub use counters::RuntimeStats;
-pub use reclaim::{throttle_headroom_bytes, THROTTLE_HEADROOM_BYTES};
+pub use reclaim::{throttle_headroom_bytes, COMPACT_INTERVAL, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
 pub use runtime::Runtime;
 pub use shared::{LimitControl, SharedLimit};
+pub use store_side::{LoadContext, LoadOutcome, StoreSide};
 pub use swapin::FolioSwapin;
 pub use uffd::FaultMode;
 

@@ -9,9 +9,8 @@
 use crate::config::RuntimeConfig;
 use crate::env::{Live, RealEnv};
 use crate::pagemap::PagemapScan;
-use crate::protocol::{self, Cx, Fatal, State, Step, Tunables, PAGE};
+use crate::protocol::{self, Cx, Fatal, State, Step, Tunables};
 use crate::shared::SharedLimit;
-use crate::split::PoolSplit;
 use crate::uffd::FaultMode;
 use crate::{fatal, RuntimeError};
 use common::rate_limit::RateLimit;
@@ -373,13 +372,6 @@ pub(crate) fn new_live(
         recorder,
     };
     Ok((live, mode))
-}
-
-/// The adaptive split of `cfg`'s limit, where the pool is charged to it
-/// and can be written back.
-pub(crate) fn pool_split(cfg: &RuntimeConfig) -> Option<PoolSplit> {
-    let adaptive = cfg.adaptive_pool && cfg.charge_pool && cfg.swap.writeback;
-    adaptive.then(|| PoolSplit::new(cfg.limit_bytes / PAGE, cfg.swap.max_pool_bytes() / PAGE))
 }
 
 /// The store settings a runtime uses: the shrinker runs on the reclaimer,

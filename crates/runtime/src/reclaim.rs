@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Least time between two compactions of the pool by the reclaimer.
-pub(crate) const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
+pub const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Most the charge may pass the limit by (a quarter of the limit where
 /// that is less; one reclaim batch aside) before faults are throttled
@@ -117,9 +117,9 @@ impl Pager {
             let _gate = self.env.gated();
             self.env.live().own.writeback(n).unwrap_or(0)
         };
-        if let Some(split) = &self.env.split {
-            split.note_writeback(done, started.elapsed().as_nanos() as u64);
-        }
+        self.env
+            .store_side
+            .note_writeback(done, started.elapsed().as_nanos() as u64);
         self.publish_charge();
         done
     }
@@ -137,9 +137,8 @@ impl Pager {
     /// The pool holds more of the limit in force than its adaptive share.
     fn pool_over_share(&self) -> bool {
         self.env
-            .split
-            .as_ref()
-            .is_some_and(|s| self.env.live().own.charged_pages() > s.target(self.limit()))
+            .store_side
+            .pool_over_share(&self.env.live().own, self.limit())
     }
 
     /// Tests of the fatal path: fail as configured.

@@ -6,7 +6,7 @@
 use crate::config::RuntimeConfig;
 use crate::counters::RuntimeStats;
 use crate::env::RealEnv;
-use crate::pager::{new_live, pool_split, store_config, Pager};
+use crate::pager::{new_live, store_config, Pager};
 use crate::protocol::{State, Tunables, PAGE};
 use crate::uffd::FaultMode;
 use crate::RuntimeError;
@@ -64,13 +64,7 @@ impl Runtime {
         let inner = Arc::new(Pager {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            env: RealEnv::new(
-                live,
-                mode,
-                cfg.evict_folio_pages,
-                cfg.folio_swapin,
-                pool_split(&cfg),
-            ),
+            env: RealEnv::new(live, mode, &cfg),
             tun: Tunables {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
@@ -135,11 +129,10 @@ impl Runtime {
             pool_share_pages: self
                 .inner
                 .env
-                .split
-                .as_ref()
-                .map_or(self.inner.cfg.swap.max_pool_bytes() / PAGE, |s| {
-                    s.target(self.inner.limit())
-                }) as u64,
+                .store_side
+                .pool_share(self.inner.limit())
+                .unwrap_or(self.inner.cfg.swap.max_pool_bytes() / PAGE)
+                as u64,
             write_tracking: self.inner.tracks_writes(),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..self.inner.env.counters.snapshot()

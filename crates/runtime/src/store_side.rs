@@ -1,0 +1,173 @@
+//! The store's side of paging: how a swap-in loads its page (folio
+//! swap-in, fault-around and the swap file's readahead, clean pages' kept
+//! slots), what the budget split hears of it, and whether the pool is over
+//! its share. The runtime's environment (`env.rs`) asks it for every load;
+//! the design lab's replay (`lab` crate) asks the same object, so that a
+//! replay takes the runtime's decisions, not a copy of them.
+
+use crate::clean::{KeepCleanGovernor, Reading};
+use crate::protocol::{SwapinFault, PAGE};
+use crate::split::{PoolShape, PoolSplit, Tier};
+use crate::swapin::FolioSwapin;
+use crate::RuntimeConfig;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use zswap::{Source, Swap, ZswapError};
+
+/// The store-side policies of one process.
+pub struct StoreSide {
+    /// Which swap-in faults bring their whole folio; `None`: off.
+    folio_swapin: Option<FolioSwapin>,
+    /// The pool's share of the limit, fed by swap-ins (`split.rs`);
+    /// `None`: the pool is not charged, or its limit is fixed.
+    split: Option<PoolSplit>,
+    /// Whether swap-ins keep clean pages' slots (`clean.rs`); taken with
+    /// `try_lock` only (a forked child that finds it held keeps the last
+    /// decision, `keeping_clean`).
+    clean_governor: Mutex<KeepCleanGovernor>,
+    keeping_clean: AtomicBool,
+}
+
+/// What a load's caller knows that the policies read.
+pub struct LoadContext<'a> {
+    /// The store the page is in (this process's own).
+    pub own: &'a Swap,
+    /// Clean pages can be kept (the caller can tell a kept page still
+    /// protected: `PAGEMAP_SCAN`).
+    pub can_keep_clean: bool,
+    /// Counter totals: pages kept clean and clean pages written (the
+    /// clean governor's), pages evicted (the split's horizon).
+    pub kept_clean: u64,
+    pub clean_written: u64,
+    pub evicted_pages: u64,
+    /// The limit in force under a configured one, pages.
+    pub limit_in_force: &'a dyn Fn(usize) -> usize,
+    /// What a load from each tier costs, ns, where the caller models time
+    /// (a replay); `None`: the load is timed.
+    pub cost_ns: Option<&'a dyn Fn(Source) -> u64>,
+}
+
+/// What [`StoreSide::load`] brought besides the page asked for.
+#[derive(Debug, Default)]
+pub struct LoadOutcome {
+    /// Neighbours handed over: slot and bytes.
+    pub got: Vec<(u64, Box<[u8]>)>,
+    /// Slots that stayed allocated to their pages (clean).
+    pub kept: Vec<u64>,
+    /// The fault streamed: its folio came along.
+    pub folio: bool,
+}
+
+impl StoreSide {
+    /// The policies `cfg` asks for, with folios of `folio_pages`.
+    pub fn new(cfg: &RuntimeConfig) -> StoreSide {
+        StoreSide {
+            folio_swapin: cfg
+                .folio_swapin
+                .then(|| FolioSwapin::new(cfg.evict_folio_pages)),
+            split: pool_split(cfg),
+            clean_governor: Mutex::new(KeepCleanGovernor::new(Reading::default())),
+            keeping_clean: AtomicBool::new(true),
+        }
+    }
+
+    /// The governor's word for a swap-in that could keep clean pages.
+    fn keeps_clean(&self, cx: &LoadContext) -> bool {
+        if let Ok(mut g) = self.clean_governor.try_lock() {
+            let keep = g.on_load(Reading {
+                kept_clean: cx.kept_clean,
+                clean_written: cx.clean_written,
+            });
+            self.keeping_clean.store(keep, Ordering::Relaxed);
+        }
+        self.keeping_clean.load(Ordering::Relaxed)
+    }
+
+    /// Loads the page at `slot` of `cx.own` into `out` (a page), with the
+    /// `neighbours` the store hands over: its folio where the fault
+    /// streams, else fault-around and the file's readahead; keeps clean
+    /// pages' slots where asked (`keep_clean`) and the governor agrees;
+    /// tells the budget split.
+    pub fn load(
+        &self,
+        slot: u64,
+        out: &mut [u8],
+        neighbours: &[u64],
+        fault: Option<SwapinFault>,
+        keep_clean: bool,
+        cx: &LoadContext,
+    ) -> Result<LoadOutcome, ZswapError> {
+        let own = cx.own;
+        let mut o = LoadOutcome {
+            folio: match (&self.folio_swapin, fault) {
+                (Some(f), Some(fault)) => f.wants_folio(fault.addr) && !neighbours.is_empty(),
+                _ => false,
+            },
+            ..LoadOutcome::default()
+        };
+        let started = std::time::Instant::now();
+        let source = if keep_clean && cx.can_keep_clean && self.keeps_clean(cx) {
+            own.swap_in_keeping_clean(slot, out, neighbours, o.folio, &mut o.got, &mut o.kept)
+        } else if o.folio {
+            own.swap_in_folio(slot, out, neighbours, &mut o.got)
+        } else {
+            own.swap_in_around(slot, out, neighbours, &mut o.got)
+        }?;
+        if let (Some(split), Some(fault)) = (&self.split, fault) {
+            let tier = match source {
+                Source::Zswap => Tier::Pool,
+                Source::Disk | Source::SwapCache => Tier::File,
+                Source::Zero => Tier::Other,
+            };
+            let ns = match cx.cost_ns {
+                Some(cost) => cost(source),
+                None => started.elapsed().as_nanos() as u64,
+            };
+            let limit = (cx.limit_in_force)(split.ceiling_pages());
+            split.note_swapin(
+                tier,
+                fault.distance.0,
+                ns,
+                limit,
+                own.charged_pages(),
+                || {
+                    let pool = own.zswap();
+                    let per_store = cx.evicted_pages as f64 / pool.stores().max(1) as f64;
+                    PoolShape {
+                        horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
+                        entries: pool.stored_pages() as u64,
+                        bytes: pool.pool_total_size() as u64,
+                    }
+                },
+            );
+        }
+        Ok(o)
+    }
+
+    /// `pages` were written back in `ns`.
+    pub fn note_writeback(&self, pages: usize, ns: u64) {
+        if let Some(split) = &self.split {
+            split.note_writeback(pages, ns);
+        }
+    }
+
+    /// The pool holds more of a limit of `limit_pages` than its adaptive
+    /// share: reclaim writes its coldest pages back.
+    pub fn pool_over_share(&self, own: &Swap, limit_pages: usize) -> bool {
+        self.split
+            .as_ref()
+            .is_some_and(|s| own.charged_pages() > s.target(limit_pages))
+    }
+
+    /// The pool's share of a limit of `limit_pages` now, if adaptive.
+    pub fn pool_share(&self, limit_pages: usize) -> Option<usize> {
+        self.split.as_ref().map(|s| s.target(limit_pages))
+    }
+}
+
+/// The adaptive split of `cfg`'s limit, where the pool is charged to it
+/// and can be written back.
+fn pool_split(cfg: &RuntimeConfig) -> Option<PoolSplit> {
+    let adaptive = cfg.adaptive_pool && cfg.charge_pool && cfg.swap.writeback;
+    adaptive.then(|| PoolSplit::new(cfg.limit_bytes / PAGE, cfg.swap.max_pool_bytes() / PAGE))
+}

@@ -41,6 +41,7 @@
 //! 2. Every policy sees the same steps; `opt` is computed on exactly those,
 //!    so its swap-ins bound every reference policy's at the same limit.
 
+pub mod pages;
 pub mod policies;
 pub mod policy;
 pub mod pool;
@@ -115,9 +116,25 @@ pub struct Outcome {
     pub activations: u64,
     /// Swap-ins that brought their whole folio.
     pub folio_swapins: u64,
-    /// Pages stored in the pool over the replay, and their bytes.
+    /// Pages stored in the pool over the replay, and the bytes the run's
+    /// compressor made of the pages evicted.
     pub zswpout: u64,
     pub stored_bytes: u64,
+    /// Pages written back from the pool to the swap file, and pages read
+    /// from the file (readahead included): the runtime's protocol only
+    /// (reference policies have no file).
+    pub written_back: u64,
+    pub file_reads: u64,
+    /// Pages swapped in from the file that kept their slot, and pages
+    /// evicted clean (unmapped only): the runtime's protocol only.
+    pub kept_clean: u64,
+    pub evicted_clean: u64,
+    /// The pool's adaptive share of the limit at the end, pages (the
+    /// runtime's protocol with the pool charged).
+    pub pool_share: Option<u64>,
+    /// The replay's swap store's own counters (the runtime's protocol
+    /// only): written with the rest by [`Outcome::stats_lines`].
+    pub store: Option<zswap::Stats>,
     /// zsmalloc's pages at the end, and at most.
     pub pool_pages: u64,
     pub pool_peak_pages: u64,
@@ -146,6 +163,12 @@ impl Outcome {
             folio_swapins: 0,
             zswpout: 0,
             stored_bytes: 0,
+            written_back: 0,
+            file_reads: 0,
+            kept_clean: 0,
+            evicted_clean: 0,
+            pool_share: None,
+            store: None,
             pool_pages: 0,
             pool_peak_pages: 0,
             peak_charged_pages: 0,
@@ -176,7 +199,7 @@ impl Outcome {
     /// names, for the ones a replay has.
     pub fn stats_lines(&self) -> String {
         let faults = self.first_touches + self.swapin_faults;
-        [
+        let mut lines: Vec<(&str, u64)> = vec![
             ("faults", faults),
             ("swapin_faults", self.swapin_faults),
             ("evicted_pages", self.evicted_pages),
@@ -189,12 +212,25 @@ impl Outcome {
             ("folio_swapins", self.folio_swapins),
             ("zswpout", self.zswpout),
             ("swpout_zero", self.zero_pages),
+            ("written_back_pages", self.written_back),
+            ("pswpin", self.file_reads),
+            ("kept_clean", self.kept_clean),
+            ("evicted_clean", self.evicted_clean),
             ("pool_total_size", self.pool_pages * 4096),
             ("stored_bytes", self.stored_bytes),
-        ]
-        .iter()
-        .map(|(k, v)| format!("{k} {v}\n"))
-        .collect()
+        ];
+        if let Some(share) = self.pool_share {
+            lines.push(("pool_share_pages", share));
+        }
+        if let Some(store) = &self.store {
+            // The store's own, where they are not already above.
+            for (k, v) in store.fields() {
+                if !lines.iter().any(|(n, _)| *n == k) {
+                    lines.push((k, v));
+                }
+            }
+        }
+        lines.iter().map(|(k, v)| format!("{k} {v}\n")).collect()
     }
 }
 

@@ -1,19 +1,27 @@
 //! The runtime's own paging replayed: the protocol's operations (first
 //! touch, swap-in, write-protect fault, eviction, aging, release, the
 //! program's discard), the very functions `uzswap run` steps, driven
-//! against a replay environment instead of the kernel and the store.
+//! against a replay environment instead of the kernel; behind it the real
+//! swap store (zswap, zsmalloc, the swap file with its readahead, clean
+//! pages' kept slots) and the runtime's store-side policies
+//! ([`runtime::StoreSide`]: folio swap-in, the clean governor, the budget
+//! split), given pages that compress as the run's did ([`crate::pages`]).
 //!
 //! What the replay keeps of the run: the page-state machine and its LRU
-//! (reclaim order, workingset activation, write-tracking reprieves),
-//! folio first touch, batch eviction from the limit down to the low
-//! watermark, the pool's charge (zsmalloc's classes over recorded
-//! sizes). What it leaves out: timing (reclaim runs synchronously after
-//! the access that passed the limit, where the run's reclaimer ran
-//! concurrently and throttled faults past a ceiling), the swap file tier
-//! (so its readahead, clean pages and the budget split). Folio swap-in
-//! follows the runtime's own rule (`runtime::FolioSwapin`).
+//! (reclaim order, workingset activation, write-tracking reprieves), folio
+//! first touch, batch eviction from the limit down to the low watermark,
+//! the pool's charge and its writeback to the file where it passes its
+//! share, readahead from the file. What it leaves out: timing (reclaim
+//! runs synchronously after the access that passed the limit, where the
+//! run's reclaimer ran beside the program, and throttled faults past a
+//! ceiling), measured costs (the budget split weighs a pool load and a
+//! file load at fixed costs: [`POOL_LOAD_NS`], [`FILE_LOAD_NS`]), and
+//! writes to resident pages, which the trace does not see: a swap-in
+//! keeps its page clean only where the run's did (and saw it written if
+//! it was).
+//! Every page read back is checked against what was stored.
 
-use crate::pool::{PoolError, PoolModel};
+use crate::pages::synthesize;
 use crate::workload::{Access, Step as WStep, Workload, PAGE};
 use crate::{Limit, Outcome};
 use runtime::protocol::{
@@ -21,10 +29,11 @@ use runtime::protocol::{
     ProgramDiscard, Release, Slot, State, Step, StoreError, StoreId, SwapinFault, Tunables,
     WpFault,
 };
-use runtime::FolioSwapin;
-use std::cell::RefCell;
+use runtime::{LoadContext, RuntimeConfig, StoreSide};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use zswap::{Readahead, Source, Swap};
 
 /// The runtime's settings a replay follows (`uzswap run`'s defaults).
 #[derive(Clone, Debug)]
@@ -43,6 +52,14 @@ pub struct ProtocolConfig {
     /// A swap-in fault that streams brings its folio (the runtime's
     /// `FolioSwapin` rule).
     pub folio_swapin: bool,
+    /// Swap-in readahead (seed 002): none for pooled pages (the default),
+    /// always, or from the file only with fault-around.
+    pub readahead: Readahead,
+    /// Where the replay's swap file goes (a temporary file, removed).
+    pub swapfile_dir: std::path::PathBuf,
+    /// The pool's share of a charged limit is fixed at half of it
+    /// (`uzswap run --fixed-pool-split`), not adaptive.
+    pub fixed_pool_split: bool,
 }
 
 impl Default for ProtocolConfig {
@@ -55,6 +72,9 @@ impl Default for ProtocolConfig {
             charge_pool: true,
             aging: true,
             folio_swapin: true,
+            readahead: Readahead::BypassZswap,
+            swapfile_dir: std::env::temp_dir(),
+            fixed_pool_split: false,
         }
     }
 }
@@ -62,41 +82,63 @@ impl Default for ProtocolConfig {
 /// Why the protocol's replay stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error(transparent)]
-    Pool(#[from] PoolError),
+    #[error("the replay's swap store: {0}")]
+    Store(#[from] zswap::ZswapError),
     #[error("the protocol failed: {0}")]
     Protocol(#[from] Fatal),
     #[error("an operation waited for another, which a sequential replay never runs")]
     Waited,
+    #[error("page {id} read back from the store differs from the page stored")]
+    Corrupt { id: u32 },
 }
 
-/// The replay's stand-in for the kernel and the store: every kernel call
-/// succeeds; stored pages are objects of their recorded size in the pool.
+/// The replay's stand-in for the kernel (every call succeeds; a page's
+/// bytes are synthesized, never mapped), over the real store.
 struct ReplayEnv<'w> {
     w: &'w Workload,
-    /// Which swap-ins bring their folio: the runtime's own rule.
-    folio_swapin: Option<FolioSwapin>,
+    swap: Arc<Swap>,
+    side: StoreSide,
+    /// Limit in force, pages.
+    limit: Cell<usize>,
+    /// The run left the page of the access being replayed clean at least
+    /// once.
+    run_kept_clean: Cell<bool>,
     inner: RefCell<EnvState>,
 }
 
 struct EnvState {
-    pool: PoolModel,
-    /// Slot → page id.
+    /// Slot → the page stored there (to check what comes back).
     slots: HashMap<Slot, u32>,
-    next_slot: Slot,
     out: Outcome,
-    /// A protocol error inside the store: reported after the step.
-    failed: Option<PoolError>,
+    kept_clean: u64,
+    clean_written: u64,
+    /// A store error inside a step: reported after it.
+    failed: Option<ReplayError>,
+    page: Vec<u8>,
+    check: Vec<u8>,
 }
 
 impl ReplayEnv<'_> {
-    fn release(&self, slot: Slot) {
+    fn fail(&self, e: ReplayError) {
+        self.inner.borrow_mut().failed.get_or_insert(e);
+    }
+
+    /// Checks the bytes that came back for `slot` and forgets the slot
+    /// (unless `kept`).
+    fn came_back(&self, slot: Slot, bytes: &[u8], kept: bool) {
         let mut s = self.inner.borrow_mut();
-        if let Some(id) = s.slots.remove(&slot) {
-            if let Err(e) = s.pool.free(id) {
-                s.failed.get_or_insert(e);
-            }
+        let id = match kept {
+            true => s.slots.get(&slot).copied(),
+            false => s.slots.remove(&slot),
+        };
+        let Some(id) = id else { return };
+        let mut check = std::mem::take(&mut s.check);
+        check.resize(PAGE, 0);
+        synthesize(self.w, id, &mut check);
+        if check != bytes {
+            s.failed.get_or_insert(ReplayError::Corrupt { id });
         }
+        s.check = check;
     }
 }
 
@@ -129,36 +171,48 @@ impl Env for ReplayEnv<'_> {
     fn written(&self, _: usize, _: usize, _: &mut Vec<(usize, usize)>) -> Result<(), KernelError> {
         Ok(())
     }
+    /// A clean page is written only through a write-protect fault, which
+    /// makes it resident first: one still `Clean` is still protected.
     fn still_protected(&self, _: usize, _: usize) -> Result<bool, KernelError> {
-        Ok(false)
+        Ok(true)
     }
 
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {
+        let slots = self
+            .swap
+            .alloc_slots(pages)
+            .map_err(|e| StoreError(e.to_string()))?;
         let mut s = self.inner.borrow_mut();
-        let mut slots = Vec::with_capacity(pages);
-        for k in 0..pages {
-            let Some(&id) = self.w.ids.get(&(addr + k * PAGE)) else {
-                // A page of a folio first touch that the trace never saw
-                // touched: zeros, stored as a zero page.
-                s.next_slot += 1;
-                slots.push(s.next_slot);
-                s.out.zero_pages += 1;
-                continue;
-            };
-            if let Err(e) = s.pool.store(self.w, id) {
-                s.failed.get_or_insert(e);
+        let mut bytes = std::mem::take(&mut s.page);
+        bytes.resize(pages * PAGE, 0);
+        for (k, chunk) in bytes.chunks_exact_mut(PAGE).enumerate() {
+            match self.w.ids.get(&(addr + k * PAGE)) {
+                Some(&id) => {
+                    synthesize(self.w, id, chunk);
+                    s.slots.insert(slots[k], id);
+                    s.out.stored_bytes += self.w.stored_size(id).unwrap_or(0) as u64;
+                }
+                // A page of a folio first touch the trace never saw
+                // touched: zeros.
+                None => chunk.fill(0),
             }
-            s.next_slot += 1;
-            let slot = s.next_slot;
-            s.slots.insert(slot, id);
-            slots.push(slot);
         }
-        Ok(slots)
+        let run: Vec<&[u8]> = bytes.chunks_exact(PAGE).collect();
+        let stored = self.swap.swap_out(&run, &slots);
+        drop(run);
+        s.page = bytes;
+        match stored {
+            Ok(_) => Ok(slots),
+            Err(e) => {
+                for slot in &slots {
+                    s.slots.remove(slot);
+                    let _ = self.swap.free(*slot);
+                }
+                Err(StoreError(e.to_string()))
+            }
+        }
     }
 
-    /// The page, and its folio's swapped pages where the runtime's folio
-    /// swap-in rule says the fault streams (all of them are in the pool:
-    /// no file tier here, so no readahead either).
     fn load(
         &self,
         _store: StoreId,
@@ -166,42 +220,85 @@ impl Env for ReplayEnv<'_> {
         _out: &mut (),
         neighbours: &[Slot],
         fault: Option<SwapinFault>,
-        _keep_clean: bool,
+        keep_clean: bool,
     ) -> Result<Loaded<()>, StoreError> {
-        let folio = match (&self.folio_swapin, fault) {
-            (Some(f), Some(fault)) => f.wants_folio(fault.addr) && !neighbours.is_empty(),
-            _ => false,
+        let mut page = vec![0u8; PAGE];
+        let (kept_clean, clean_written) = {
+            let s = self.inner.borrow();
+            (s.kept_clean, s.clean_written)
         };
-        let mut loaded = Loaded::default();
-        self.release(slot);
-        if folio {
-            for &n in neighbours {
-                self.release(n);
-                loaded.around.push((n, (), false));
-            }
-            self.inner.borrow_mut().out.folio_swapins += 1;
+        let evicted = self.inner.borrow().out.evicted_pages;
+        let limit = self.limit.get();
+        let cx = LoadContext {
+            own: &self.swap,
+            can_keep_clean: true,
+            kept_clean,
+            clean_written,
+            evicted_pages: evicted,
+            limit_in_force: &|configured| limit.min(configured),
+            cost_ns: Some(&|source| match source {
+                Source::Zswap | Source::Zero => POOL_LOAD_NS,
+                Source::Disk | Source::SwapCache => FILE_LOAD_NS,
+            }),
+        };
+        let keep_clean = keep_clean && self.run_kept_clean.get();
+        let o = self
+            .side
+            .load(slot, &mut page, neighbours, fault, keep_clean, &cx)
+            .map_err(|e| StoreError(e.to_string()))?;
+        let kept = o.kept.contains(&slot);
+        self.came_back(slot, &page, kept);
+        let mut loaded = Loaded {
+            kept,
+            around: Vec::new(),
+        };
+        for (n, bytes) in &o.got {
+            let k = o.kept.contains(n);
+            self.came_back(*n, bytes, k);
+            loaded.around.push((*n, (), k));
         }
-        self.inner.borrow_mut().out.pages_in += 1 + loaded.around.len() as u64;
+        let mut s = self.inner.borrow_mut();
+        s.out.pages_in += 1 + o.got.len() as u64;
+        s.out.folio_swapins += u64::from(o.folio);
         Ok(loaded)
     }
 
     fn free(&self, _store: StoreId, slot: Slot) {
-        self.release(slot);
+        self.inner.borrow_mut().slots.remove(&slot);
+        if let Err(e) = self.swap.free(slot) {
+            self.fail(e.into());
+        }
     }
 
     fn count(&self, event: Event, n: usize) {
         let n = n as u64;
-        let out = &mut self.inner.borrow_mut().out;
+        let mut s = self.inner.borrow_mut();
         match event {
-            Event::ZeroFault => out.first_touches += n,
-            Event::SwapinFault => out.swapin_faults += n,
-            Event::EvictedPages => out.evicted_pages += n,
-            Event::WpFault | Event::CleanWritten => out.wp_faults += n,
-            Event::WorkingsetRefault => out.activations += n,
+            Event::ZeroFault => s.out.first_touches += n,
+            Event::SwapinFault => s.out.swapin_faults += n,
+            Event::EvictedPages => s.out.evicted_pages += n,
+            Event::WpFault => s.out.wp_faults += n,
+            Event::CleanWritten => {
+                s.out.wp_faults += n;
+                s.clean_written += n;
+            }
+            Event::KeptClean => {
+                s.kept_clean += n;
+                s.out.kept_clean += n;
+            }
+            Event::EvictedClean => s.out.evicted_clean += n,
+            Event::WorkingsetRefault => s.out.activations += n,
             _ => {}
         }
     }
 }
+
+/// What a load from the pool and from the swap file cost, as the budget
+/// split weighs them in a replay: a page's decompression, and a device
+/// read (the split's own floor for a file read). Fixed, so that a replay
+/// is a function of its trace; the run measured its own.
+const POOL_LOAD_NS: u64 = 2_000;
+const FILE_LOAD_NS: u64 = 45_000;
 
 /// The name of the runtime's own policy in tables.
 pub const NAME: &str = "uzswap";
@@ -209,24 +306,31 @@ pub const NAME: &str = "uzswap";
 /// Replays `w` through the runtime's protocol at `limit`.
 pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcome, ReplayError> {
     let started = std::time::Instant::now();
+    let mut cap = limit.initial(w);
+    let ceiling = workingset_pages(w, limit);
+    let rcfg = runtime_config(w, cfg, ceiling);
     let env = ReplayEnv {
         w,
-        folio_swapin: cfg.folio_swapin.then(|| FolioSwapin::new(cfg.folio_pages)),
+        swap: Swap::new(rcfg.swap.clone())?,
+        side: StoreSide::new(&rcfg),
+        limit: Cell::new(usize::try_from(cap).unwrap_or(usize::MAX)),
+        run_kept_clean: Cell::new(false),
         inner: RefCell::new(EnvState {
-            pool: PoolModel::new(w)?,
             slots: HashMap::new(),
-            next_slot: 0,
             out: Outcome::new(NAME.into(), limit),
+            kept_clean: 0,
+            clean_written: 0,
             failed: None,
+            page: Vec::new(),
+            check: Vec::new(),
         }),
     };
-    let mut cap = limit.initial(w);
     let state = Mutex::new(State::default());
     let changed = Condvar::new();
     let tun = Tunables {
         folio_pages: cfg.folio_pages,
         page_cluster: cfg.page_cluster,
-        workingset_pages: workingset_pages(w, limit),
+        workingset_pages: ceiling,
         unmap_group_pages: cfg.unmap_group_pages,
     };
     let cx = Cx {
@@ -235,9 +339,10 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
         env: &env,
         tun: &tun,
     };
+    let mut reclaim = Reclaim::default();
     let mut ids: HashMap<usize, u64> = HashMap::new();
     let mut unplaced = 0u64;
-    for step in &w.steps {
+    for (step, &time) in w.steps.iter().zip(&w.times) {
         match step {
             WStep::Map { addr, pages } => {
                 let id = protocol::lock(&state).add_region(*addr, *pages);
@@ -266,7 +371,10 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
                     unplaced += 1;
                 }
             }
-            WStep::Limit(pages) => cap = limit.follow(cap, *pages),
+            WStep::Limit(pages) => {
+                cap = limit.follow(cap, *pages);
+                env.limit.set(usize::try_from(cap).unwrap_or(usize::MAX));
+            }
             WStep::Aged => {
                 if cfg.aging {
                     let mut op = Age::new();
@@ -274,17 +382,67 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
                 }
             }
         }
-        reclaim(&env, &cx, cap, cfg)?;
+        reclaim.run(&env, &cx, cfg, time)?;
         let charged = charged(&env, &state, cfg);
+        let pool = env.swap.zswap().pool_total_size() / PAGE;
         let out = &mut env.inner.borrow_mut().out;
         out.peak_charged_pages = out.peak_charged_pages.max(charged);
+        out.pool_peak_pages = out.pool_peak_pages.max(pool as u64);
     }
     let s = env.inner.into_inner();
     let mut out = s.out;
+    let stats = env.swap.stats();
     out.unplaced = unplaced;
-    out.finish_pool(&s.pool);
+    out.zswpout = stats.zswpout;
+    out.zero_pages = stats.swpout_zero;
+    out.written_back = stats.written_back_pages;
+    out.file_reads = stats.pswpin;
+    out.pool_pages = (stats.pool_total_size as usize / PAGE) as u64;
+    out.store = Some(stats);
+    out.pool_share = env.side.pool_share(env.limit.get()).map(|p| p as u64);
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// The runtime's settings for a replay of `w` under a limit up to
+/// `ceiling` pages: the pool's share of a charged limit adaptive under
+/// all of it but an eighth (`uzswap run`'s default), lz4 over the pages
+/// [`synthesize`] makes, a plain swap file big enough for every page.
+fn runtime_config(w: &Workload, cfg: &ProtocolConfig, ceiling: u64) -> RuntimeConfig {
+    let limit_bytes = usize::try_from(ceiling)
+        .unwrap_or(usize::MAX / PAGE)
+        .saturating_mul(PAGE);
+    let ram = common::meminfo::bytes("MemTotal").unwrap_or(1 << 30) as usize;
+    let swap = zswap::Config {
+        compressor: compress::Algorithm::Lz4,
+        pool_limit_bytes: cfg.charge_pool.then(|| {
+            let share = match cfg.fixed_pool_split {
+                true => limit_bytes / 2,
+                false => limit_bytes - limit_bytes / 8,
+            };
+            share.min(ram / 5).max(PAGE)
+        }),
+        writeback: true,
+        total_ram_bytes: ram,
+        shrinker_thread: false,
+        page_cluster: cfg.page_cluster,
+        readahead: cfg.readahead,
+        swapfile_dir: cfg.swapfile_dir.clone(),
+        swapfile_pages: w.pages * 2 + 4096,
+        swap_protection: zswap::Protection::Checksum,
+        ..zswap::Config::default()
+    };
+    RuntimeConfig {
+        swap,
+        limit_bytes,
+        charge_pool: cfg.charge_pool,
+        reclaim_batch: cfg.reclaim_batch,
+        evict_folio_pages: cfg.folio_pages,
+        folio_swapin: cfg.folio_swapin,
+        unmap_group_pages: cfg.unmap_group_pages,
+        adaptive_pool: !cfg.fixed_pool_split,
+        ..RuntimeConfig::default()
+    }
 }
 
 /// The runtime's workingset window: its configured limit (the highest a
@@ -313,7 +471,7 @@ fn run<T>(
     loop {
         let s = step()?;
         if let Some(e) = env.inner.borrow_mut().failed.take() {
-            return Err(e.into());
+            return Err(e);
         }
         match s {
             Step::Next => {}
@@ -333,12 +491,14 @@ fn access(env: &ReplayEnv, cx: &Cx<ReplayEnv>, a: &Access) -> Result<bool, Repla
         };
         st.regions[&base].pages[idx]
     };
+    let protected = page.armed || page.shared || matches!(page.state, PageState::Clean { .. });
     match page.state {
         PageState::Untouched | PageState::Swapped { .. } => {
+            env.run_kept_clean.set(env.w.kept_clean[a.id as usize]);
             let mut op = MissingFault::<()>::new(a.addr, a.write, false);
             run(env, || op.step(cx))?;
         }
-        PageState::Resident | PageState::Clean { .. } if a.write && (page.armed || page.shared) => {
+        PageState::Resident | PageState::Clean { .. } if a.write && protected => {
             let mut op = WpFault::new(a.addr);
             run(env, || op.step(cx))?;
         }
@@ -350,30 +510,96 @@ fn access(env: &ReplayEnv, cx: &Cx<ReplayEnv>, a: &Access) -> Result<bool, Repla
 fn charged(env: &ReplayEnv, state: &Mutex<State>, cfg: &ProtocolConfig) -> usize {
     let resident = protocol::lock(state).resident;
     let pool = match cfg.charge_pool {
-        true => env.inner.borrow().pool.charged_pages(),
+        true => env.swap.charged_pages(),
         false => 0,
     };
     resident + pool
 }
 
-/// Over the limit: evict in batches down to the low watermark (a margin
-/// of 1/32 of the limit, at least a batch), as the runtime's reclaimer.
-fn reclaim(
-    env: &ReplayEnv,
-    cx: &Cx<ReplayEnv>,
-    cap: u64,
-    cfg: &ProtocolConfig,
-) -> Result<(), ReplayError> {
-    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
-    if charged(env, cx.state, cfg) <= cap {
-        return Ok(());
+/// The reclaim thread's tick (`runtime/src/reclaim.rs`): 20 ms.
+const TICK_NS: u64 = 20_000_000;
+/// The runtime's least time between two compactions of the pool.
+const COMPACT_INTERVAL_NS: u64 = runtime::COMPACT_INTERVAL.as_nanos() as u64;
+
+/// The reclaimer's decisions, replayed as the runtime's reclaim thread
+/// takes them, by the run's clock: on its ticks the store's shrinker and
+/// the pool trimmed to its share; at once when a fault passes the limit
+/// (a fault over the limit wakes it), eviction down to the low watermark,
+/// the pool compacted at most every `COMPACT_INTERVAL`.
+#[derive(Default)]
+struct Reclaim {
+    /// The run's time of the last tick and the last compaction, ns.
+    last_tick: u64,
+    last_compaction: Option<u64>,
+}
+
+impl Reclaim {
+    fn run(
+        &mut self,
+        env: &ReplayEnv,
+        cx: &Cx<ReplayEnv>,
+        cfg: &ProtocolConfig,
+        now: u64,
+    ) -> Result<(), ReplayError> {
+        let cap = env.limit.get();
+        if now.saturating_sub(self.last_tick) >= TICK_NS {
+            self.last_tick = now;
+            self.shrink(env);
+            while self.trim(env, cfg, cap) > 0 {}
+        }
+        if charged(env, cx.state, cfg) <= cap {
+            return Ok(());
+        }
+        // Over the limit: down to the low watermark, a margin of 1/32 of
+        // the limit (at least a batch) under it.
+        let low = cap.saturating_sub((cap / 32).max(cfg.reclaim_batch));
+        while charged(env, cx.state, cfg) > low {
+            // Compaction, at most every `COMPACT_INTERVAL` of the run.
+            if self
+                .last_compaction
+                .is_none_or(|t| now.saturating_sub(t) >= COMPACT_INTERVAL_NS)
+            {
+                self.last_compaction = Some(now);
+                if env.swap.zswap().compact() > 0 {
+                    continue;
+                }
+            }
+            let mut op = Evict::new(cfg.reclaim_batch);
+            let mut n = run(env, || op.step(cx))?;
+            self.shrink(env);
+            n += self.trim(env, cfg, cap);
+            if n == 0 && cfg.charge_pool {
+                // Nothing resident to evict, yet over the limit: the
+                // pool's own pages are the charge; write its coldest back.
+                n = write_back(env, cfg.reclaim_batch)?;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
-    let low = cap.saturating_sub((cap / 32).max(cfg.reclaim_batch));
-    while charged(env, cx.state, cfg) > low {
-        let mut op = Evict::new(cfg.reclaim_batch);
-        if run(env, || op.step(cx))? == 0 {
-            break;
+
+    /// The store's shrinker (the pool over its own limit).
+    fn shrink(&self, env: &ReplayEnv) {
+        if env.swap.needs_shrink() {
+            env.swap.shrink();
         }
     }
-    Ok(())
+
+    /// One batch written back if the pool is over its adaptive share.
+    fn trim(&self, env: &ReplayEnv, cfg: &ProtocolConfig, cap: usize) -> usize {
+        if !cfg.charge_pool || !env.side.pool_over_share(&env.swap, cap) {
+            return 0;
+        }
+        write_back(env, cfg.reclaim_batch).unwrap_or(0)
+    }
+}
+
+/// Writes up to `n` of the pool's coldest pages back to the file.
+fn write_back(env: &ReplayEnv, n: usize) -> Result<usize, ReplayError> {
+    let done = env.swap.writeback(n)?;
+    // What the split weighs a page's writeback at (its own default).
+    env.side.note_writeback(done, done as u64 * 10_000);
+    Ok(done)
 }

@@ -27,6 +27,10 @@ pub struct Access {
     /// Recorded as a write-protect fault (a write to a page write
     /// tracking had protected).
     pub wp: bool,
+    /// The run's swap-in left this page clean (its slot kept). Writes to a
+    /// resident page are not seen, so a replay keeps clean only the pages
+    /// the run kept: those it saw written if they were.
+    pub kept_clean: bool,
 }
 
 /// One step of a replay.
@@ -118,12 +122,19 @@ fn per(total_ns: u64, n: u64) -> f64 {
 #[derive(Clone, Debug, Default)]
 pub struct Workload {
     pub steps: Vec<Step>,
+    /// When each step happened in the run, ns from its first record.
+    pub times: Vec<u64>,
     /// Distinct pages touched (dense ids `0..pages`).
     pub pages: usize,
-    /// Each page's last recorded place when evicted: a compressed length,
-    /// [`SIZE_ZERO`], [`SIZE_ON_FILE`], or [`SIZE_NONE`] (never evicted in
-    /// the recording).
+    /// Each page's compressed length as last recorded, [`SIZE_ZERO`] if it
+    /// was last evicted zero-filled, or [`SIZE_NONE`]: never stored in the
+    /// pool in the recording (never evicted, or only ever sent to the file
+    /// by a store that refused it, which says nothing of its length).
     pub sizes: Vec<u16>,
+    /// Pages a swap-in of the run left clean at least once (read-mostly
+    /// pages: a replay keeps only these clean, as the run's writes to
+    /// resident pages are not in the trace).
+    pub kept_clean: Vec<bool>,
     /// Mean compressed length of the pages recorded in the pool: the size
     /// a page never evicted in the recording is given.
     pub mean_size: u16,
@@ -141,14 +152,12 @@ impl Workload {
             .count()
     }
 
-    /// The compressed length a page is stored with: its recorded one, the
-    /// mean for a page the recording never evicted, a whole page for one
-    /// that went to the file (the store refused it); `None`: zero-filled
-    /// (no object).
+    /// The compressed length a page is stored with: its recorded one, or
+    /// the mean for a page the recording never stored in the pool; `None`:
+    /// zero-filled (no object).
     pub fn stored_size(&self, id: u32) -> Option<usize> {
         match self.sizes[id as usize] {
             SIZE_ZERO => None,
-            SIZE_ON_FILE => Some(PAGE),
             SIZE_NONE => Some(usize::from(self.mean_size).max(1)),
             s => Some(usize::from(s).clamp(1, PAGE)),
         }
@@ -233,8 +242,13 @@ impl Builder {
         }
         for (addr, size) in sizes {
             let id = self.id_of(addr);
+            if size == SIZE_ON_FILE {
+                // Refused by the pool: its length is not known; an
+                // earlier one stands.
+                continue;
+            }
             self.w.sizes[id as usize] = size;
-            if size != SIZE_ZERO && size != SIZE_ON_FILE {
+            if size != SIZE_ZERO {
                 self.pooled_bytes += u64::from(size);
                 self.pooled_pages += 1;
             }
@@ -250,6 +264,7 @@ impl Builder {
         self.w.ids.insert(addr, id);
         self.by_addr.insert(addr, id);
         self.w.sizes.push(SIZE_NONE);
+        self.w.kept_clean.push(false);
         id
     }
 
@@ -286,12 +301,18 @@ impl Builder {
             next[p] += 1;
             first = first.min(time);
             last = last.max(time);
-            self.step(p, rec.event);
+            if self.step(p, rec.event) {
+                self.w.times.push(time);
+            }
+        }
+        for t in &mut self.w.times {
+            *t = t.saturating_sub(first);
         }
         self.w.recorded.span_ns = last.saturating_sub(first);
     }
 
-    fn step(&mut self, p: usize, event: Event) {
+    /// Turns a record into a step; `false` if it makes none.
+    fn step(&mut self, p: usize, event: Event) -> bool {
         let step = match event {
             Event::Map { addr, pages } => {
                 let addr = tag(p, addr);
@@ -331,8 +352,13 @@ impl Builder {
                     forget: self.ids_in(addr, pages as usize),
                 }
             }
-            Event::Fault { addr, write, .. } => self.access(p, addr, write, false),
-            Event::WpFault { addr, .. } => self.access(p, addr, true, true),
+            Event::Fault {
+                addr,
+                write,
+                kept_clean,
+                ..
+            } => self.access(p, addr, write, false, kept_clean),
+            Event::WpFault { addr, .. } => self.access(p, addr, true, true, false),
             Event::Limit { pages } => {
                 let r = &mut self.w.recorded;
                 r.min_limit = Some(r.min_limit.map_or(pages, |m| m.min(pages)));
@@ -343,19 +369,22 @@ impl Builder {
             Event::Evict { .. }
             | Event::Forked { .. }
             | Event::Lost { .. }
-            | Event::Sizes { .. } => return,
+            | Event::Sizes { .. } => return false,
         };
         self.w.steps.push(step);
+        true
     }
 
-    fn access(&mut self, p: usize, addr: u64, write: bool, wp: bool) -> Step {
+    fn access(&mut self, p: usize, addr: u64, write: bool, wp: bool, kept_clean: bool) -> Step {
         let addr = tag(p, addr);
         let id = self.id_of(addr);
+        self.w.kept_clean[id as usize] |= kept_clean;
         Step::Access(Access {
             id,
             addr,
             write,
             wp,
+            kept_clean,
         })
     }
 

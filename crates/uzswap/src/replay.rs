@@ -33,6 +33,10 @@ pub struct ReplayArgs {
     /// Leave out the recorded aging passes (write tracking's reprieves)
     #[arg(long)]
     pub no_aging: bool,
+    /// The pool's share of the limit fixed at half (as `uzswap run
+    /// --fixed-pool-split`)
+    #[arg(long)]
+    pub fixed_pool_split: bool,
     /// Write the first policy's counters at the first limit as `name
     /// value` lines, as `uzswap run --stats-out` does
     #[arg(long)]
@@ -107,6 +111,7 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
     let cfg = ProtocolConfig {
         charge_pool: !a.uncharged_pool,
         aging: !a.no_aging,
+        fixed_pool_split: a.fixed_pool_split,
         ..ProtocolConfig::default()
     };
     let progress = Progress::new("replay", (limits.len() * names.len()) as u64);
@@ -210,25 +215,31 @@ fn outcome_table(w: &Workload, outcomes: &[Outcome]) -> Table {
     t.set_header([
         "limit",
         "policy",
-        "swap-ins",
+        "pages in\n(opt bounds it)",
+        "swap-in\nfaults",
         "evicted",
-        "first touches",
-        "wp faults",
-        "pool peak",
-        "stored",
-        "predicted time",
+        "written back\n/ read from file",
+        "first\ntouches",
+        "wp\nfaults",
+        "pool\npeak",
+        "predicted\ntime",
         "replay",
     ]);
     for o in outcomes {
+        let file = match o.store {
+            Some(_) => format!("{} / {}", o.written_back, o.file_reads),
+            None => "-".into(),
+        };
         t.add_row([
             Cell::new(o.limit.describe()),
             Cell::new(&o.policy),
+            right(o.pages_in),
             right(o.swapin_faults),
             right(o.evicted_pages),
+            right(file),
             right(o.first_touches),
             right(o.wp_faults),
             right(mib(o.pool_peak_pages)),
-            right(human_size(o.stored_bytes)),
             right(format!("{:.2} s", o.predicted_s(&w.recorded))),
             right(format!("{:.2} s", o.seconds)),
         ]);

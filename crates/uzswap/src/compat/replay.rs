@@ -55,7 +55,10 @@ struct Fidelity {
     trace_bytes: u64,
     /// The run's counters and the replay's, per recorded rep.
     runs: Vec<(u64, u64, u64, u64)>,
-    opt_swapins: u64,
+    /// Pages brought in at the recorded limit by the last rep's replay,
+    /// under the runtime's protocol and under Belady's optimum.
+    uzswap_pages_in: u64,
+    opt_pages_in: u64,
     sweep_replays: usize,
     sweep_s: f64,
     problem: Option<String>,
@@ -114,7 +117,8 @@ fn program(
         recording_s: 0.0,
         trace_bytes: 0,
         runs: Vec::new(),
-        opt_swapins: 0,
+        uzswap_pages_in: 0,
+        opt_pages_in: 0,
         sweep_replays: 0,
         sweep_s: 0.0,
         problem: None,
@@ -200,6 +204,7 @@ fn measure(
                     .map_err(|e| e.to_string())?;
                 f.runs
                     .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
+                f.uzswap_pages_in = o.pages_in;
                 last_trace = Some(w);
             } else {
                 plain.push(one.elapsed);
@@ -209,9 +214,9 @@ fn measure(
     f.plain_s = median(&mut plain);
     f.recording_s = median(&mut recording);
     let w = last_trace.ok_or("no recorded run")?;
-    f.opt_swapins = lab::replay_one(&w, "opt", Limit::Recorded, &config(a))
+    f.opt_pages_in = lab::replay_one(&w, "opt", Limit::Recorded, &config(a))
         .map_err(|e| e.to_string())?
-        .swapin_faults;
+        .pages_in;
     let names: Vec<String> = std::iter::once(lab::protocol::NAME)
         .chain(lab::policies::NAMES)
         .map(String::from)
@@ -349,7 +354,7 @@ fn table(results: &[Fidelity]) -> Table {
         "worst\nerror",
         "evicted\nrun → replay",
         "worst\nerror",
-        "opt\nswap-ins",
+        "pages in\nuzswap / opt",
         "sweep",
     ]);
     for r in results {
@@ -382,7 +387,7 @@ fn table(results: &[Fidelity]) -> Table {
             right(format!("{:+.1}%", worst(|x| percent(x.1, x.0)))),
             right(format!("{} → {}", last.2, last.3)),
             right(format!("{:+.1}%", worst(|x| percent(x.3, x.2)))),
-            right(r.opt_swapins),
+            right(format!("{} / {}", r.uzswap_pages_in, r.opt_pages_in)),
             right(format!("{} replays, {:.2} s", r.sweep_replays, r.sweep_s)),
         ]);
     }

@@ -7,19 +7,23 @@
 //!
 //! * **the runtime's own protocol** ([`protocol`]): the functions `uzswap
 //!   run` steps for every fault and eviction, driven against a replay
-//!   environment (every kernel call succeeds; stored pages are zsmalloc
-//!   objects of their recorded compressed size). Replayed at the limit it
-//!   was recorded under, it predicts the run's swap-ins and evictions;
+//!   environment (every kernel call succeeds, page contents are
+//!   synthesized: [`pages`]) over the real swap store — zswap, zsmalloc,
+//!   the swap file with its readahead and writeback — and the runtime's
+//!   own store-side decisions (`runtime::StoreSide`: folio swap-in, the
+//!   clean governor, the budget split), with the reclaimer's ticks by the
+//!   run's clock. Replayed at the limit it was recorded under, it
+//!   predicts the run's swap-ins and evictions;
 //! * **reference policies** ([`policy`], [`policies`]): LRU, FIFO, CLOCK,
-//!   and Belady's optimum (`opt`), which no demand-paging policy beats on
-//!   the same accesses and limit. A new policy is one file implementing
-//!   [`Policy`].
+//!   and Belady's optimum (`opt`), textbook demand paging with a pool of
+//!   zsmalloc objects of the recorded sizes ([`pool`]) and no swap file. A
+//!   new policy is one file implementing [`Policy`].
 //!
-//! Each replay gives an [`Outcome`]: swap-ins, evictions, first touches,
-//! bytes compressed, the pool's peak (zsmalloc's pages), and a predicted
-//! time from the run's own measured costs ([`Outcome::predicted_s`]).
-//! [`sweep`] replays every policy over a list of limits on all CPUs: a
-//! miss-ratio curve.
+//! Each replay gives an [`Outcome`]: pages brought in, swap-in faults,
+//! evictions, first touches, file traffic, bytes compressed, the pool's
+//! peak, and a predicted time from the run's own measured costs
+//! ([`Outcome::predicted_s`]). [`sweep`] replays every policy over a list
+//! of limits on all CPUs: a miss-ratio curve.
 //!
 //! ## What a trace can and cannot tell
 //!
@@ -27,19 +31,28 @@
 //! are the recorded run's faults and write-protect faults. Replayed at the
 //! recorded limit or above, that is every access that matters to a
 //! FIFO-ordered reclaim such as the runtime's (it orders pages by when
-//! they came in; hits do not move them) and every miss of any policy. Below
-//! the recorded limit, pages that stayed resident in the run were
+//! they came in; hits do not move them) and every miss of any policy.
+//! Below the recorded limit, pages that stayed resident in the run were
 //! accessed unseen, so every replay there undercounts: record at the
-//! lowest limit of interest and replay upwards. LRU and CLOCK see only
-//! the accesses the trace holds, so their rows are what those orders would
-//! do with a pager's view, not with the kernel's accessed bits.
+//! lowest limit of interest and replay upwards. LRU and CLOCK see only the
+//! accesses the trace holds, so their rows are what those orders would do
+//! with a pager's view, not with the kernel's accessed bits. Writes to
+//! resident pages are not seen either: a replay keeps a swap-in's page
+//! clean (its file slot kept) only for pages the run kept clean.
 //!
 //! ## Invariants
 //!
-//! 1. A replay is a pure function of the workload and its settings: the
-//!    same trace gives the same table, on any machine.
+//! 1. A replay is a function of the workload and its settings: the same
+//!    trace gives the same table on any machine of the same memory size
+//!    (an uncharged pool is bounded by a share of it); the costs the
+//!    budget split weighs are fixed in a replay, not timed.
 //! 2. Every policy sees the same steps; `opt` is computed on exactly those,
-//!    so its swap-ins bound every reference policy's at the same limit.
+//!    with the whole limit for resident pages (its pool uncharged), so no
+//!    row brings in fewer pages at the same limit (prefetching ones
+//!    included: a demand policy can do what a prefetching one does with no
+//!    more loads; a charged pool only takes room from resident pages).
+//! 3. Every page the protocol's replay reads back from the store is the
+//!    page it stored ([`ReplayError::Corrupt`] otherwise).
 
 pub mod pages;
 pub mod policies;
@@ -237,7 +250,7 @@ impl Outcome {
 /// Why a sweep stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    #[error("unknown policy {0:?} (known: uzswap, {known})", known = policies::NAMES.join(", "))]
+    #[error("unknown policy {0:?} (known: uzswap, uzswap:always|bypass|disk-only|off, {known})", known = policies::NAMES.join(", "))]
     UnknownPolicy(String),
     #[error(transparent)]
     Replay(#[from] ReplayError),
@@ -245,12 +258,31 @@ pub enum LabError {
     Pool(#[from] pool::PoolError),
 }
 
-/// Checks policy names: `uzswap` (the runtime's protocol) or a reference
-/// policy's.
+/// The runtime's protocol under a readahead policy other than the
+/// configured one, if `name` asks for one: `uzswap:always`,
+/// `uzswap:bypass`, `uzswap:disk-only`, `uzswap:off` (seed 002's
+/// comparison on a recorded program).
+fn protocol_variant(name: &str) -> Option<Result<Option<zswap::Readahead>, LabError>> {
+    let rest = name.strip_prefix(protocol::NAME)?;
+    if rest.is_empty() {
+        return Some(Ok(None));
+    }
+    Some(
+        rest.strip_prefix(':')
+            .and_then(|r| r.parse().ok())
+            .map(Some)
+            .ok_or_else(|| LabError::UnknownPolicy(name.into())),
+    )
+}
+
+/// Checks policy names: `uzswap` (the runtime's protocol, or
+/// `uzswap:READAHEAD`) or a reference policy's.
 pub fn check_policies(names: &[String]) -> Result<(), LabError> {
     for n in names {
-        if n != protocol::NAME && policies::by_name(n).is_none() {
-            return Err(LabError::UnknownPolicy(n.clone()));
+        match protocol_variant(n) {
+            Some(r) => drop(r?),
+            None if policies::by_name(n).is_some() => {}
+            None => return Err(LabError::UnknownPolicy(n.clone())),
         }
     }
     Ok(())
@@ -263,11 +295,21 @@ pub fn replay_one(
     limit: Limit,
     cfg: &ProtocolConfig,
 ) -> Result<Outcome, LabError> {
-    if name == protocol::NAME {
-        return Ok(protocol::replay(w, limit, cfg)?);
+    if let Some(variant) = protocol_variant(name) {
+        let mut cfg = cfg.clone();
+        if let Some(readahead) = variant? {
+            cfg.readahead = readahead;
+        }
+        let mut o = protocol::replay(w, limit, &cfg)?;
+        o.policy = name.into();
+        return Ok(o);
     }
     let mut p = policies::by_name(name).ok_or_else(|| LabError::UnknownPolicy(name.into()))?;
-    Ok(simulate(w, limit, cfg.charge_pool, p.as_mut())?)
+    // The bound gets the whole limit for resident pages: no policy that
+    // keeps its resident pages under the limit, whatever its pool costs
+    // it, brings in fewer.
+    let charge_pool = cfg.charge_pool && name != "opt";
+    Ok(simulate(w, limit, charge_pool, p.as_mut())?)
 }
 
 /// Every policy in `names` at every limit in `limits`, on `threads`

@@ -1,4 +1,5 @@
-//! The compressed pool of a replay: the real zsmalloc allocator, given
+//! The compressed pool of a reference policy's replay (the runtime's
+//! protocol replays over the real store): the real zsmalloc allocator, given
 //! each evicted page's recorded compressed length, so that its size
 //! classes and zspages round sizes up as the run's pool did.
 

@@ -66,6 +66,9 @@
 //!   writes the pool back to it.
 //! * `clean.rs`: whether swap-ins keep clean pages' slots: off where most
 //!   kept pages are written (each write a write-protect fault).
+//! * [`store_side`]: a swap-in's side of the store: folio swap-in, the
+//!   clean governor, the budget split, asked by the environment for each
+//!   load (and by the design lab's replay, the same object).
 //! * `region.rs`: the region API ([`Runtime::alloc`], drop,
 //!   [`Region::into_plain`], [`Runtime::commit`] for parts of a
 //!   reservation) and pins ([`Runtime::pin`]).

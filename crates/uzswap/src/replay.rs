@@ -18,8 +18,10 @@ pub struct ReplayArgs {
     /// run had (as it moved), then a sweep over --sweep limits
     #[arg(long, value_parser = size_arg)]
     pub limit: Vec<usize>,
-    /// Policies (repeatable): uzswap (the runtime's own protocol), lru,
-    /// fifo, clock, opt (Belady's optimum); default: all of them
+    /// Policies (repeatable): uzswap (the runtime's own protocol;
+    /// uzswap:always, uzswap:bypass, uzswap:disk-only, uzswap:off with that
+    /// swap-in readahead), lru, fifo, clock, opt (Belady's optimum);
+    /// default: uzswap and the reference policies
     #[arg(long)]
     pub policy: Vec<String>,
     /// Without --limit: also replay at this many limits, evenly from a

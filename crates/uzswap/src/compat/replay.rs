@@ -24,7 +24,7 @@ pub struct ReplayBenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "randpage,sort,python-list,sqlite"
+        default_value = "randpage,sort,python-list,sqlite,gcc"
     )]
     pub only: Vec<String>,
     /// Runs of each program without and with --record, interleaved.
@@ -61,8 +61,14 @@ struct Fidelity {
     opt_pages_in: u64,
     sweep_replays: usize,
     sweep_s: f64,
+    /// Seed 002 on the recorded run: the protocol at the recorded limit
+    /// under each readahead policy.
+    readahead: Vec<lab::Outcome>,
     problem: Option<String>,
 }
+
+/// The readahead policies of seed 002, as replay policy names.
+const READAHEAD: [&str; 3] = ["uzswap:always", "uzswap:bypass", "uzswap:disk-only"];
 
 pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
     if a.reps == 0 {
@@ -97,6 +103,7 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
         return Err("interrupted".into());
     }
     println!("{}", table(&results));
+    println!("{}", readahead_table(&results));
     Ok(results.iter().all(|r| r.problem.is_none()))
 }
 
@@ -121,6 +128,7 @@ fn program(
         opt_pages_in: 0,
         sweep_replays: 0,
         sweep_s: 0.0,
+        readahead: Vec::new(),
         problem: None,
     };
     if let Err(e) = measure(a, case, scale, work, me, uzswap, progress, &mut f) {
@@ -230,6 +238,9 @@ fn measure(
         lab::sweep(&w, &names, &limits, &config(a), threads, &|| {}).map_err(|e| e.to_string())?;
     f.sweep_s = started.elapsed().as_secs_f64();
     f.sweep_replays = outcomes.len();
+    let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
+    f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|| {})
+        .map_err(|e| e.to_string())?;
     progress.step(&format!(
         "{}: sweep of {} replays",
         case.name,
@@ -390,6 +401,39 @@ fn table(results: &[Fidelity]) -> Table {
             right(format!("{} / {}", r.uzswap_pages_in, r.opt_pages_in)),
             right(format!("{} replays, {:.2} s", r.sweep_replays, r.sweep_s)),
         ]);
+    }
+    t
+}
+
+/// Seed 002's comparison, on each recorded program at its limit.
+fn readahead_table(results: &[Fidelity]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "program",
+        "readahead",
+        "swap-in\nfaults",
+        "pages in",
+        "read from\nthe file",
+        "read ahead\n(used)",
+        "evicted",
+    ]);
+    for r in results.iter().filter(|r| r.problem.is_none()) {
+        for o in &r.readahead {
+            let (ra, hit) = o
+                .store
+                .as_ref()
+                .map_or((0, 0), |s| (s.swap_ra, s.swap_ra_hit));
+            t.add_row([
+                Cell::new(r.case),
+                Cell::new(o.policy.trim_start_matches("uzswap:")),
+                right(o.swapin_faults),
+                right(o.pages_in),
+                right(o.file_reads),
+                right(format!("{ra} ({hit})")),
+                right(o.evicted_pages),
+            ]);
+        }
     }
     t
 }

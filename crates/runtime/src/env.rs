@@ -422,16 +422,6 @@ impl Env for RealEnv {
             staging.chunks_exact(PAGE).collect()
         };
         let stored = own.swap_out(&run, &slots).map_err(|e| e.to_string());
-        if let (Ok(report), Some(rec)) = (&stored, &self.live().recorder) {
-            rec.push(trace::Event::Evict {
-                addr: addr as u64,
-                pages: pages as u16,
-                zero: report.zero as u16,
-                disk: report.disk as u16,
-                compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
-            });
-            record_sizes(rec, addr, &report.page_sizes);
-        }
         // A page discarded while it was read may have been stored half old
         // bytes, half zeros (a torn copy). The handler counts each such
         // fault before it maps the zeros, so any fault since the read began
@@ -440,7 +430,12 @@ impl Env for RealEnv {
         // reading zeros, and a later pass evicts it whole.
         let torn = self.counters.external_discards.load(Ordering::Acquire) != discards;
         match stored {
-            Ok(_) if !torn => Ok(slots),
+            Ok(report) if !torn => {
+                if let Some(rec) = &self.live().recorder {
+                    record_evicted(rec, addr, &report);
+                }
+                Ok(slots)
+            }
             result => {
                 for &s in &slots {
                     let _ = own.free(s);
@@ -518,10 +513,19 @@ impl Env for RealEnv {
     }
 }
 
-/// The `Sizes` records of an evicted run at `addr`, eight pages each
-/// (zswap's page-size marks are the trace's).
-fn record_sizes(rec: &trace::Recorder, addr: usize, sizes: &[u16]) {
-    for (i, eight) in sizes.chunks(8).enumerate() {
+/// The records of a run at `addr` stored for eviction: its `Evict`, then
+/// its pages' `Sizes`, eight pages each (zswap's page-size marks are the
+/// trace's).
+fn record_evicted(rec: &trace::Recorder, addr: usize, report: &zswap::SwapOutReport) {
+    let pages = report.page_sizes.len();
+    rec.push(trace::Event::Evict {
+        addr: addr as u64,
+        pages: pages as u16,
+        zero: report.zero as u16,
+        disk: report.disk as u16,
+        compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
+    });
+    for (i, eight) in report.page_sizes.chunks(8).enumerate() {
         let mut s = [trace::SIZE_NONE; 8];
         s[..eight.len()].copy_from_slice(eight);
         rec.push(trace::Event::Sizes {

@@ -313,7 +313,8 @@ pub fn replay_one(
 }
 
 /// Every policy in `names` at every limit in `limits`, on `threads`
-/// threads; `done` is called after each replay (progress). Outcomes in
+/// threads; `done` is called with each replay's outcome, or `None` for
+/// one that failed (progress). Outcomes in
 /// the order limit by limit, policy by policy.
 pub fn sweep(
     w: &Workload,
@@ -321,7 +322,7 @@ pub fn sweep(
     limits: &[Limit],
     cfg: &ProtocolConfig,
     threads: usize,
-    done: &(dyn Fn() + Sync),
+    done: &(dyn Fn(Option<&Outcome>) + Sync),
 ) -> Result<Vec<Outcome>, LabError> {
     check_policies(names)?;
     let jobs: Vec<(Limit, &str)> = limits
@@ -339,8 +340,8 @@ pub fn sweep(
                     break;
                 };
                 let r = replay_one(w, name, limit, cfg);
+                done(r.as_ref().ok());
                 *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                done();
             });
         }
     });

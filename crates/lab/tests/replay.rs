@@ -140,11 +140,11 @@ fn a_sweep_runs_every_policy_at_every_limit() {
     let w = workload(64, &[0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 0, 1]);
     let names: Vec<String> = ["uzswap", "lru", "opt"].map(String::from).to_vec();
     let limits = [Limit::Fixed(2), Limit::Fixed(4), Limit::Fixed(8)];
-    let out = lab::sweep(&w, &names, &limits, &uncharged(), 3, &|| {}).unwrap();
+    let out = lab::sweep(&w, &names, &limits, &uncharged(), 3, &|_| {}).unwrap();
     assert_eq!(out.len(), 9);
     assert_eq!(out[4].policy, "lru");
     assert_eq!(out[4].limit, Limit::Fixed(4));
-    assert!(lab::sweep(&w, &["mru".into()], &limits, &uncharged(), 1, &|| {}).is_err());
+    assert!(lab::sweep(&w, &["mru".into()], &limits, &uncharged(), 1, &|_| {}).is_err());
 }
 
 proptest! {

@@ -120,8 +120,18 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let outcomes = lab::sweep(&w, &names, &limits, &cfg, threads, &|| progress.step(""))
-        .map_err(|e| e.to_string())?;
+    let done = |o: Option<&Outcome>| match o {
+        Some(o) => progress.step(&format!(
+            "{} at {}: {} pages in, {} evicted",
+            o.policy,
+            o.limit.describe(),
+            o.pages_in,
+            o.evicted_pages
+        )),
+        None => progress.step("a replay failed"),
+    };
+    let outcomes =
+        lab::sweep(&w, &names, &limits, &cfg, threads, &done).map_err(|e| e.to_string())?;
     progress.finish();
     println!("{}", recorded_table(&w));
     println!("{}", outcome_table(&w, &outcomes));

@@ -235,11 +235,11 @@ fn measure(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let started = std::time::Instant::now();
     let outcomes =
-        lab::sweep(&w, &names, &limits, &config(a), threads, &|| {}).map_err(|e| e.to_string())?;
+        lab::sweep(&w, &names, &limits, &config(a), threads, &|_| {}).map_err(|e| e.to_string())?;
     f.sweep_s = started.elapsed().as_secs_f64();
     f.sweep_replays = outcomes.len();
     let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
-    f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|| {})
+    f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|_| {})
         .map_err(|e| e.to_string())?;
     progress.step(&format!(
         "{}: sweep of {} replays",

@@ -190,6 +190,43 @@ impl Outcome {
         }
     }
 
+    /// Adds `other`'s counts to these (one process of a run to the run's).
+    pub(crate) fn absorb(&mut self, other: Outcome) {
+        let sum = |a: &mut u64, b: u64| *a += b;
+        sum(&mut self.accesses, other.accesses);
+        sum(&mut self.first_touches, other.first_touches);
+        sum(&mut self.swapin_faults, other.swapin_faults);
+        sum(&mut self.pages_in, other.pages_in);
+        sum(&mut self.evicted_pages, other.evicted_pages);
+        sum(&mut self.zero_pages, other.zero_pages);
+        sum(&mut self.wp_faults, other.wp_faults);
+        sum(&mut self.activations, other.activations);
+        sum(&mut self.folio_swapins, other.folio_swapins);
+        sum(&mut self.zswpout, other.zswpout);
+        sum(&mut self.stored_bytes, other.stored_bytes);
+        sum(&mut self.written_back, other.written_back);
+        sum(&mut self.file_reads, other.file_reads);
+        sum(&mut self.kept_clean, other.kept_clean);
+        sum(&mut self.evicted_clean, other.evicted_clean);
+        sum(&mut self.pool_pages, other.pool_pages);
+        sum(&mut self.unplaced, other.unplaced);
+        self.pool_share = match (self.pool_share, other.pool_share) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.store = match (self.store.take(), other.store) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (a.fields(), b.fields());
+                let sum = |name: &str| {
+                    let get = |f: &[(&str, u64)]| f.iter().find(|x| x.0 == name).map(|x| x.1);
+                    Some(get(&a)? + get(&b)?)
+                };
+                zswap::Stats::from_fields(sum).ok()
+            }
+            (a, b) => a.or(b),
+        };
+    }
+
     pub(crate) fn finish_pool(&mut self, pool: &PoolModel) {
         self.zswpout = pool.stored_pages;
         self.stored_bytes = pool.stored_bytes;

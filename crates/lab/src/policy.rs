@@ -99,7 +99,7 @@ pub fn simulate(
                 }
             }
             Step::Limit(pages) => cap = limit.follow(cap, *pages),
-            Step::Map { .. } | Step::Aged => {}
+            Step::Map { .. } | Step::Aged { .. } => {}
         }
         let charged = |resident: usize, pool: &PoolModel| {
             resident + if charge_pool { pool.charged_pages() } else { 0 }

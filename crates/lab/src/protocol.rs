@@ -303,103 +303,193 @@ const FILE_LOAD_NS: u64 = 45_000;
 /// The name of the runtime's own policy in tables.
 pub const NAME: &str = "uzswap";
 
-/// Replays `w` through the runtime's protocol at `limit`.
-pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcome, ReplayError> {
-    let started = std::time::Instant::now();
-    let mut cap = limit.initial(w);
-    let ceiling = workingset_pages(w, limit);
-    let rcfg = runtime_config(w, cfg, ceiling);
-    let env = ReplayEnv {
-        w,
-        swap: Swap::new(rcfg.swap.clone())?,
-        side: StoreSide::new(&rcfg),
-        limit: Cell::new(usize::try_from(cap).unwrap_or(usize::MAX)),
-        run_kept_clean: Cell::new(false),
-        inner: RefCell::new(EnvState {
-            slots: HashMap::new(),
-            out: Outcome::new(NAME.into(), limit),
-            kept_clean: 0,
-            clean_written: 0,
-            failed: None,
-            page: Vec::new(),
-            check: Vec::new(),
-        }),
-    };
-    let state = Mutex::new(State::default());
-    let changed = Condvar::new();
-    let tun = Tunables {
-        folio_pages: cfg.folio_pages,
-        page_cluster: cfg.page_cluster,
-        workingset_pages: ceiling,
-        unmap_group_pages: cfg.unmap_group_pages,
-    };
-    let cx = Cx {
-        state: &state,
-        changed: &changed,
-        env: &env,
-        tun: &tun,
-    };
-    let mut reclaim = Reclaim::default();
-    let mut ids: HashMap<usize, u64> = HashMap::new();
-    let mut unplaced = 0u64;
-    for (step, &time) in w.steps.iter().zip(&w.times) {
+/// One process of the run, replayed: its page states, its own store and
+/// store-side policies, its regions' ids (as each process of a run has its
+/// own runtime under the limit they share).
+struct Proc<'w> {
+    env: ReplayEnv<'w>,
+    state: Mutex<State>,
+    changed: Condvar,
+    ids: HashMap<usize, u64>,
+}
+
+impl<'w> Proc<'w> {
+    fn new(
+        w: &'w Workload,
+        rcfg: &RuntimeConfig,
+        cap: u64,
+        limit: Limit,
+    ) -> Result<Self, ReplayError> {
+        Ok(Proc {
+            env: ReplayEnv {
+                w,
+                swap: Swap::new(rcfg.swap.clone())?,
+                side: StoreSide::new(rcfg),
+                limit: Cell::new(usize::try_from(cap).unwrap_or(usize::MAX)),
+                run_kept_clean: Cell::new(false),
+                inner: RefCell::new(EnvState {
+                    slots: HashMap::new(),
+                    out: Outcome::new(NAME.into(), limit),
+                    kept_clean: 0,
+                    clean_written: 0,
+                    failed: None,
+                    page: Vec::new(),
+                    check: Vec::new(),
+                }),
+            },
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            ids: HashMap::new(),
+        })
+    }
+
+    fn cx<'a>(&'a self, tun: &'a Tunables) -> Cx<'a, ReplayEnv<'w>> {
+        Cx {
+            state: &self.state,
+            changed: &self.changed,
+            env: &self.env,
+            tun,
+        }
+    }
+
+    /// Resident pages, and the pool where it is charged.
+    fn charged(&self, cfg: &ProtocolConfig) -> usize {
+        let resident = protocol::lock(&self.state).resident;
+        resident
+            + if cfg.charge_pool {
+                self.env.swap.charged_pages()
+            } else {
+                0
+            }
+    }
+
+    fn resident(&self) -> usize {
+        protocol::lock(&self.state).resident
+    }
+
+    /// Runs one step of this process.
+    fn step(
+        &mut self,
+        step: &WStep,
+        tun: &Tunables,
+        cfg: &ProtocolConfig,
+    ) -> Result<(), ReplayError> {
+        let cx = Cx {
+            state: &self.state,
+            changed: &self.changed,
+            env: &self.env,
+            tun,
+        };
         match step {
             WStep::Map { addr, pages } => {
-                let id = protocol::lock(&state).add_region(*addr, *pages);
-                ids.insert(*addr, id);
+                let id = protocol::lock(&self.state).add_region(*addr, *pages);
+                self.ids.insert(*addr, id);
             }
             WStep::Resize { addr, pages, .. } => {
-                if let Some(r) = protocol::lock(&state).regions.get_mut(addr) {
+                if let Some(r) = protocol::lock(&self.state).regions.get_mut(addr) {
                     if *pages > r.pages.len() {
                         r.pages.resize(*pages, protocol::Page::UNTOUCHED);
                     }
                 }
             }
             WStep::Unmap { addr, .. } => {
-                if let Some(id) = ids.remove(addr) {
+                if let Some(id) = self.ids.remove(addr) {
                     let mut op = Release::<()>::drop_region(*addr, id);
-                    run(&env, || op.step(&cx))?;
+                    run(&self.env, || op.step(&cx))?;
                 }
             }
             WStep::Discard { addr, pages, .. } => {
                 let mut op = ProgramDiscard::new(*addr, pages * PAGE);
-                run(&env, || op.step(&cx))?;
+                run(&self.env, || op.step(&cx))?;
             }
             WStep::Access(a) => {
-                env.inner.borrow_mut().out.accesses += 1;
-                if !access(&env, &cx, a)? {
-                    unplaced += 1;
-                }
+                let placed = access(&self.env, &cx, a)?;
+                let out = &mut self.env.inner.borrow_mut().out;
+                out.accesses += 1;
+                out.unplaced += u64::from(!placed);
             }
-            WStep::Limit(pages) => {
-                cap = limit.follow(cap, *pages);
-                env.limit.set(usize::try_from(cap).unwrap_or(usize::MAX));
-            }
-            WStep::Aged => {
+            WStep::Aged { .. } => {
                 if cfg.aging {
                     let mut op = Age::new();
-                    run(&env, || op.step(&cx))?;
+                    run(&self.env, || op.step(&cx))?;
+                }
+            }
+            WStep::Limit(_) => {}
+        }
+        Ok(())
+    }
+
+    /// This process's outcome, its store's counters in it.
+    fn finish(self) -> Outcome {
+        let s = self.env.inner.into_inner();
+        let mut out = s.out;
+        let stats = self.env.swap.stats();
+        out.zswpout = stats.zswpout;
+        out.zero_pages = stats.swpout_zero;
+        out.written_back = stats.written_back_pages;
+        out.file_reads = stats.pswpin;
+        out.pool_pages = (stats.pool_total_size as usize / PAGE) as u64;
+        out.store = Some(stats);
+        out.pool_share = self
+            .env
+            .side
+            .pool_share(self.env.limit.get())
+            .map(|p| p as u64);
+        out
+    }
+}
+
+/// Replays `w` through the runtime's protocol at `limit`: each process
+/// of the run with its own page states and store, all under the one limit.
+pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcome, ReplayError> {
+    let started = std::time::Instant::now();
+    let mut cap = limit.initial(w);
+    let ceiling = workingset_pages(w, limit);
+    let rcfg = runtime_config(w, cfg, ceiling);
+    let tun = Tunables {
+        folio_pages: cfg.folio_pages,
+        page_cluster: cfg.page_cluster,
+        workingset_pages: ceiling,
+        unmap_group_pages: cfg.unmap_group_pages,
+    };
+    let mut procs: Vec<Proc> = (0..w.recorded.processes.max(1))
+        .map(|_| Proc::new(w, &rcfg, cap, limit))
+        .collect::<Result<_, _>>()?;
+    let mut reclaim = Reclaim::default();
+    let (mut peak_charged, mut peak_pool) = (0usize, 0usize);
+    for (step, &time) in w.steps.iter().zip(&w.times) {
+        match step.process() {
+            Some(p) => {
+                if let Some(proc) = procs.get_mut(p) {
+                    proc.step(step, &tun, cfg)?;
+                }
+            }
+            None => {
+                if let WStep::Limit(pages) = step {
+                    cap = limit.follow(cap, *pages);
+                    for proc in &procs {
+                        proc.env
+                            .limit
+                            .set(usize::try_from(cap).unwrap_or(usize::MAX));
+                    }
                 }
             }
         }
-        reclaim.run(&env, &cx, cfg, time)?;
-        let charged = charged(&env, &state, cfg);
-        let pool = env.swap.zswap().pool_total_size() / PAGE;
-        let out = &mut env.inner.borrow_mut().out;
-        out.peak_charged_pages = out.peak_charged_pages.max(charged);
-        out.pool_peak_pages = out.pool_peak_pages.max(pool as u64);
+        reclaim.run(&procs, &tun, cfg, time)?;
+        peak_charged = peak_charged.max(procs.iter().map(|p| p.charged(cfg)).sum());
+        peak_pool = peak_pool.max(
+            procs
+                .iter()
+                .map(|p| p.env.swap.zswap().pool_total_size() / PAGE)
+                .sum(),
+        );
     }
-    let s = env.inner.into_inner();
-    let mut out = s.out;
-    let stats = env.swap.stats();
-    out.unplaced = unplaced;
-    out.zswpout = stats.zswpout;
-    out.zero_pages = stats.swpout_zero;
-    out.written_back = stats.written_back_pages;
-    out.file_reads = stats.pswpin;
-    out.pool_pages = (stats.pool_total_size as usize / PAGE) as u64;
-    out.store = Some(stats);
-    out.pool_share = env.side.pool_share(env.limit.get()).map(|p| p as u64);
+    let mut out = Outcome::new(NAME.into(), limit);
+    for proc in procs {
+        out.absorb(proc.finish());
+    }
+    out.peak_charged_pages = peak_charged;
+    out.pool_peak_pages = peak_pool as u64;
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
 }
@@ -507,15 +597,6 @@ fn access(env: &ReplayEnv, cx: &Cx<ReplayEnv>, a: &Access) -> Result<bool, Repla
     Ok(true)
 }
 
-fn charged(env: &ReplayEnv, state: &Mutex<State>, cfg: &ProtocolConfig) -> usize {
-    let resident = protocol::lock(state).resident;
-    let pool = match cfg.charge_pool {
-        true => env.swap.charged_pages(),
-        false => 0,
-    };
-    resident + pool
-}
-
 /// The reclaim thread's tick (`runtime/src/reclaim.rs`): 20 ms.
 const TICK_NS: u64 = 20_000_000;
 /// The runtime's least time between two compactions of the pool.
@@ -534,44 +615,66 @@ struct Reclaim {
 }
 
 impl Reclaim {
+    /// Every process's reclaimer after a step: on a tick, each trims its
+    /// pool to its share; over the shared limit, each evicts a batch in
+    /// turn (as their reclaim threads race) down to the low watermark.
     fn run(
         &mut self,
-        env: &ReplayEnv,
-        cx: &Cx<ReplayEnv>,
+        procs: &[Proc],
+        tun: &Tunables,
         cfg: &ProtocolConfig,
         now: u64,
     ) -> Result<(), ReplayError> {
-        let cap = env.limit.get();
+        let Some(first) = procs.first() else {
+            return Ok(());
+        };
+        let cap = first.env.limit.get();
         if now.saturating_sub(self.last_tick) >= TICK_NS {
             self.last_tick = now;
-            self.shrink(env);
-            while self.trim(env, cfg, cap) > 0 {}
+            for p in procs {
+                shrink(&p.env);
+                while trim(&p.env, cfg, cap) > 0 {}
+            }
         }
-        if charged(env, cx.state, cfg) <= cap {
+        let total = |procs: &[Proc]| procs.iter().map(|p| p.charged(cfg)).sum::<usize>();
+        if total(procs) <= cap {
             return Ok(());
         }
         // Over the limit: down to the low watermark, a margin of 1/32 of
         // the limit (at least a batch) under it.
         let low = cap.saturating_sub((cap / 32).max(cfg.reclaim_batch));
-        while charged(env, cx.state, cfg) > low {
+        while total(procs) > low {
             // Compaction, at most every `COMPACT_INTERVAL` of the run.
             if self
                 .last_compaction
                 .is_none_or(|t| now.saturating_sub(t) >= COMPACT_INTERVAL_NS)
             {
                 self.last_compaction = Some(now);
-                if env.swap.zswap().compact() > 0 {
+                let freed: usize = procs.iter().map(|p| p.env.swap.zswap().compact()).sum();
+                if freed > 0 {
                     continue;
                 }
             }
-            let mut op = Evict::new(cfg.reclaim_batch);
-            let mut n = run(env, || op.step(cx))?;
-            self.shrink(env);
-            n += self.trim(env, cfg, cap);
+            let mut n = 0;
+            for p in procs {
+                if total(procs) <= low {
+                    break;
+                }
+                if p.resident() == 0 {
+                    continue;
+                }
+                let cx = p.cx(tun);
+                let mut op = Evict::new(cfg.reclaim_batch);
+                n += run(&p.env, || op.step(&cx))?;
+                shrink(&p.env);
+                n += trim(&p.env, cfg, cap);
+            }
             if n == 0 && cfg.charge_pool {
                 // Nothing resident to evict, yet over the limit: the
-                // pool's own pages are the charge; write its coldest back.
-                n = write_back(env, cfg.reclaim_batch)?;
+                // pools' own pages are the charge; write their coldest back.
+                for p in procs {
+                    n += write_back(&p.env, cfg.reclaim_batch)?;
+                }
             }
             if n == 0 {
                 break;
@@ -579,21 +682,21 @@ impl Reclaim {
         }
         Ok(())
     }
+}
 
-    /// The store's shrinker (the pool over its own limit).
-    fn shrink(&self, env: &ReplayEnv) {
-        if env.swap.needs_shrink() {
-            env.swap.shrink();
-        }
+/// The store's shrinker (the pool over its own limit).
+fn shrink(env: &ReplayEnv) {
+    if env.swap.needs_shrink() {
+        env.swap.shrink();
     }
+}
 
-    /// One batch written back if the pool is over its adaptive share.
-    fn trim(&self, env: &ReplayEnv, cfg: &ProtocolConfig, cap: usize) -> usize {
-        if !cfg.charge_pool || !env.side.pool_over_share(&env.swap, cap) {
-            return 0;
-        }
-        write_back(env, cfg.reclaim_batch).unwrap_or(0)
+/// One batch written back if the pool is over its adaptive share.
+fn trim(env: &ReplayEnv, cfg: &ProtocolConfig, cap: usize) -> usize {
+    if !cfg.charge_pool || !env.side.pool_over_share(&env.swap, cap) {
+        return 0;
     }
+    write_back(env, cfg.reclaim_batch).unwrap_or(0)
 }
 
 /// Writes up to `n` of the pool's coldest pages back to the file.

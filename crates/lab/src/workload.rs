@@ -63,8 +63,31 @@ pub enum Step {
     Access(Access),
     /// The recorded run's limit in force became this many pages.
     Limit(u64),
-    /// The recorded run ran an aging pass here.
-    Aged,
+    /// The recorded run's process `process` ran an aging pass here.
+    Aged {
+        process: usize,
+    },
+}
+
+impl Step {
+    /// The index of the process whose step this is (`None`: the limit,
+    /// which all processes share).
+    pub fn process(&self) -> Option<usize> {
+        match self {
+            Step::Map { addr, .. }
+            | Step::Resize { addr, .. }
+            | Step::Unmap { addr, .. }
+            | Step::Discard { addr, .. }
+            | Step::Access(Access { addr, .. }) => Some(process_of(*addr)),
+            Step::Aged { process } => Some(*process),
+            Step::Limit(_) => None,
+        }
+    }
+}
+
+/// The index of the process an address of the replay belongs to.
+pub fn process_of(addr: usize) -> usize {
+    (addr >> PROCESS_SHIFT).saturating_sub(1)
 }
 
 /// What the recorded run itself did, from its records: the fidelity
@@ -365,7 +388,7 @@ impl Builder {
                 r.last_limit = Some(pages);
                 Step::Limit(pages)
             }
-            Event::Aged => Step::Aged,
+            Event::Aged => Step::Aged { process: p },
             Event::Evict { .. }
             | Event::Forked { .. }
             | Event::Lost { .. }

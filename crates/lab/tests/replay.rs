@@ -184,3 +184,36 @@ proptest! {
         }
     }
 }
+
+/// Two processes at the same addresses: their pages are their own, and
+/// they share one limit (each evicts its own pages when together they
+/// pass it).
+#[test]
+fn processes_share_the_limit_but_not_their_pages() {
+    let pattern: Vec<(u64, bool)> = (0..64).map(|p| (p, true)).collect();
+    let one = trace(64, &pattern).remove(0);
+    let mut two = one.clone();
+    two.pid = 2;
+    let alone = Workload::from_trace(std::slice::from_ref(&one));
+    let both = Workload::from_trace(&[one, two]);
+    assert_eq!(
+        both.pages,
+        2 * alone.pages,
+        "the same addresses, two processes' pages"
+    );
+    for p in ["uzswap", "lru", "opt"] {
+        let a = replay_one(&alone, p, Limit::Fixed(64), &uncharged()).unwrap();
+        let b = replay_one(&both, p, Limit::Fixed(64), &uncharged()).unwrap();
+        assert_eq!(a.evicted_pages, 0, "{p}: one process fits");
+        assert!(
+            b.evicted_pages >= 64 - 16,
+            "{p}: two do not: {}",
+            b.evicted_pages
+        );
+        assert!(
+            b.peak_charged_pages <= 64 + 16,
+            "{p}: {}",
+            b.peak_charged_pages
+        );
+    }
+}

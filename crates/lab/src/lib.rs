@@ -81,14 +81,7 @@ impl Limit {
     pub fn initial(self, w: &Workload) -> u64 {
         match self {
             Limit::Fixed(p) => p,
-            Limit::Recorded => w
-                .steps
-                .iter()
-                .find_map(|s| match s {
-                    Step::Limit(p) => Some(*p),
-                    _ => None,
-                })
-                .unwrap_or(u64::MAX),
+            Limit::Recorded => w.recorded_limits().next().unwrap_or(u64::MAX),
         }
     }
 

@@ -540,15 +540,7 @@ fn runtime_config(w: &Workload, cfg: &ProtocolConfig, ceiling: u64) -> RuntimeCo
 fn workingset_pages(w: &Workload, limit: Limit) -> u64 {
     let most = match limit {
         Limit::Fixed(p) => p,
-        Limit::Recorded => w
-            .steps
-            .iter()
-            .filter_map(|s| match s {
-                WStep::Limit(p) => Some(*p),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(u64::MAX),
+        Limit::Recorded => w.recorded_limits().max().unwrap_or(u64::MAX),
     };
     most.min(u64::from(u32::MAX))
 }

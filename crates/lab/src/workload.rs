@@ -167,6 +167,14 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The recorded run's limits in force, in pages, in order.
+    pub fn recorded_limits(&self) -> impl Iterator<Item = u64> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Limit(p) => Some(*p),
+            _ => None,
+        })
+    }
+
     /// Accesses in the workload.
     pub fn accesses(&self) -> usize {
         self.steps

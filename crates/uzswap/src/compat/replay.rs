@@ -67,6 +67,16 @@ struct Fidelity {
     problem: Option<String>,
 }
 
+/// What every program's runs share.
+struct Bench<'a> {
+    args: &'a ReplayBenchArgs,
+    scale: Scale,
+    work: &'a Work,
+    me: &'a User,
+    uzswap: &'a Path,
+    progress: &'a Progress,
+}
+
 /// The readahead policies of seed 002, as replay policy names.
 const READAHEAD: [&str; 3] = ["uzswap:always", "uzswap:bypass", "uzswap:disk-only"];
 
@@ -89,10 +99,17 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
         work.root.display()
     );
     let progress = Progress::new("bench replay", (cases.len() * (2 * a.reps + 1)) as u64);
+    let bench = Bench {
+        args: a,
+        scale,
+        work: &work,
+        me: &me,
+        uzswap: &uzswap,
+        progress: &progress,
+    };
     let mut results = Vec::new();
     for case in cases {
-        let r = program(a, case, scale, &work, &me, &uzswap, &progress);
-        results.push(r);
+        results.push(bench.program(case));
         if proc::interrupted() {
             break;
         }
@@ -107,148 +124,125 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
     Ok(results.iter().all(|r| r.problem.is_none()))
 }
 
-fn program(
-    a: &ReplayBenchArgs,
-    case: &'static Case,
-    scale: Scale,
-    work: &Work,
-    me: &User,
-    uzswap: &Path,
-    progress: &Progress,
-) -> Fidelity {
-    let sizes = case.sizes(scale);
-    let mut f = Fidelity {
-        case: case.name,
-        limit: sizes.limit,
-        plain_s: 0.0,
-        recording_s: 0.0,
-        trace_bytes: 0,
-        runs: Vec::new(),
-        uzswap_pages_in: 0,
-        opt_pages_in: 0,
-        sweep_replays: 0,
-        sweep_s: 0.0,
-        readahead: Vec::new(),
-        problem: None,
-    };
-    if let Err(e) = measure(a, case, scale, work, me, uzswap, progress, &mut f) {
-        f.problem = Some(e);
-    }
-    f
-}
-
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    a: &ReplayBenchArgs,
-    case: &'static Case,
-    scale: Scale,
-    work: &Work,
-    me: &User,
-    uzswap: &Path,
-    progress: &Progress,
-    f: &mut Fidelity,
-) -> Result<(), String> {
-    let missing = case.missing();
-    if !missing.is_empty() {
-        return Err(format!("not installed: {}", missing.join(", ")));
-    }
-    let sizes = case.sizes(scale);
-    let input = work.inputs(case.name);
-    let ctx = Ctx {
-        input: &input,
-        size: sizes.size,
-    };
-    make_dir(&input, 0o755)
-        .and_then(|()| (case.setup)(&ctx))
-        .and_then(|()| readable_by_all(&input))?;
-    let command = (case.command)(&ctx);
-    let dir = work.runs(me, case.name);
-    let (mut plain, mut recording) = (Vec::new(), Vec::new());
-    let mut reference: Option<String> = None;
-    let mut last_trace = None;
-    for rep in 0..a.reps {
-        // Alternate which goes first: drift in the machine falls on both.
-        let order = if rep % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
+impl Bench<'_> {
+    fn program(&self, case: &'static Case) -> Fidelity {
+        let sizes = case.sizes(self.scale);
+        let mut f = Fidelity {
+            case: case.name,
+            limit: sizes.limit,
+            plain_s: 0.0,
+            recording_s: 0.0,
+            trace_bytes: 0,
+            runs: Vec::new(),
+            uzswap_pages_in: 0,
+            opt_pages_in: 0,
+            sweep_replays: 0,
+            sweep_s: 0.0,
+            readahead: Vec::new(),
+            problem: None,
         };
-        for record in order {
-            let run_dir = dir.join(format!("{}-{rep}", if record { "record" } else { "plain" }));
-            let one = one_run(
-                a,
-                case,
-                &command,
-                sizes.limit,
-                record,
-                &run_dir,
-                me,
-                uzswap,
-                scale,
-            )?;
-            progress.step(&format!(
-                "{} {} run {}: {:.1}s",
-                case.name,
-                if record { "with --record" } else { "without" },
-                rep + 1,
-                one.elapsed
-            ));
-            match &reference {
-                None => reference = Some(one.digest.clone()),
-                Some(d) if *d != one.digest => {
-                    return Err(format!(
-                        "outputs differ between runs ({})",
-                        run_dir.display()
-                    ))
-                }
-                Some(_) => {}
-            }
-            if record {
-                recording.push(one.elapsed);
-                let trace = run_dir.join("run.trace");
-                f.trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
-                let w = Workload::from_trace(&trace::read_file(&trace).map_err(|e| e.to_string())?);
-                let o = lab::replay_one(&w, lab::protocol::NAME, Limit::Recorded, &config(a))
-                    .map_err(|e| e.to_string())?;
-                f.runs
-                    .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
-                f.uzswap_pages_in = o.pages_in;
-                last_trace = Some(w);
+        if let Err(e) = self.measure(case, &mut f) {
+            f.problem = Some(e);
+        }
+        f
+    }
+    fn measure(&self, case: &'static Case, f: &mut Fidelity) -> Result<(), String> {
+        let (a, scale, work, me, progress) =
+            (self.args, self.scale, self.work, self.me, self.progress);
+        let missing = case.missing();
+        if !missing.is_empty() {
+            return Err(format!("not installed: {}", missing.join(", ")));
+        }
+        let sizes = case.sizes(scale);
+        let input = work.inputs(case.name);
+        let ctx = Ctx {
+            input: &input,
+            size: sizes.size,
+        };
+        make_dir(&input, 0o755)
+            .and_then(|()| (case.setup)(&ctx))
+            .and_then(|()| readable_by_all(&input))?;
+        let command = (case.command)(&ctx);
+        let dir = work.runs(me, case.name);
+        let (mut plain, mut recording) = (Vec::new(), Vec::new());
+        let mut reference: Option<String> = None;
+        let mut last_trace = None;
+        for rep in 0..a.reps {
+            // Alternate which goes first: drift in the machine falls on both.
+            let order = if rep % 2 == 0 {
+                [false, true]
             } else {
-                plain.push(one.elapsed);
+                [true, false]
+            };
+            for record in order {
+                let run_dir =
+                    dir.join(format!("{}-{rep}", if record { "record" } else { "plain" }));
+                let one = self.one_run(case, &command, sizes.limit, record, &run_dir)?;
+                progress.step(&format!(
+                    "{} {} run {}: {:.1}s",
+                    case.name,
+                    if record { "with --record" } else { "without" },
+                    rep + 1,
+                    one.elapsed
+                ));
+                match &reference {
+                    None => reference = Some(one.digest.clone()),
+                    Some(d) if *d != one.digest => {
+                        return Err(format!(
+                            "outputs differ between runs ({})",
+                            run_dir.display()
+                        ))
+                    }
+                    Some(_) => {}
+                }
+                if record {
+                    recording.push(one.elapsed);
+                    let trace = run_dir.join("run.trace");
+                    f.trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+                    let w =
+                        Workload::from_trace(&trace::read_file(&trace).map_err(|e| e.to_string())?);
+                    let o = lab::replay_one(&w, lab::protocol::NAME, Limit::Recorded, &config(a))
+                        .map_err(|e| e.to_string())?;
+                    f.runs
+                        .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
+                    f.uzswap_pages_in = o.pages_in;
+                    last_trace = Some(w);
+                } else {
+                    plain.push(one.elapsed);
+                }
             }
         }
+        f.plain_s = median(&mut plain);
+        f.recording_s = median(&mut recording);
+        let w = last_trace.ok_or("no recorded run")?;
+        f.opt_pages_in = lab::replay_one(&w, "opt", Limit::Recorded, &config(a))
+            .map_err(|e| e.to_string())?
+            .pages_in;
+        let names: Vec<String> = std::iter::once(lab::protocol::NAME)
+            .chain(lab::policies::NAMES)
+            .map(String::from)
+            .collect();
+        let limits: Vec<Limit> = (1..=a.sweep)
+            .map(|k| Limit::Fixed((w.pages * k / a.sweep).max(16) as u64))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let started = std::time::Instant::now();
+        let outcomes = lab::sweep(&w, &names, &limits, &config(a), threads, &|_| {})
+            .map_err(|e| e.to_string())?;
+        f.sweep_s = started.elapsed().as_secs_f64();
+        f.sweep_replays = outcomes.len();
+        let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
+        f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|_| {})
+            .map_err(|e| e.to_string())?;
+        progress.step(&format!(
+            "{}: sweep of {} replays",
+            case.name,
+            outcomes.len()
+        ));
+        work.remove_unless_kept_at(&dir);
+        work.remove_unless_kept_at(&input);
+        Ok(())
     }
-    f.plain_s = median(&mut plain);
-    f.recording_s = median(&mut recording);
-    let w = last_trace.ok_or("no recorded run")?;
-    f.opt_pages_in = lab::replay_one(&w, "opt", Limit::Recorded, &config(a))
-        .map_err(|e| e.to_string())?
-        .pages_in;
-    let names: Vec<String> = std::iter::once(lab::protocol::NAME)
-        .chain(lab::policies::NAMES)
-        .map(String::from)
-        .collect();
-    let limits: Vec<Limit> = (1..=a.sweep)
-        .map(|k| Limit::Fixed((w.pages * k / a.sweep).max(16) as u64))
-        .collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let started = std::time::Instant::now();
-    let outcomes =
-        lab::sweep(&w, &names, &limits, &config(a), threads, &|_| {}).map_err(|e| e.to_string())?;
-    f.sweep_s = started.elapsed().as_secs_f64();
-    f.sweep_replays = outcomes.len();
-    let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
-    f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|_| {})
-        .map_err(|e| e.to_string())?;
-    progress.step(&format!(
-        "{}: sweep of {} replays",
-        case.name,
-        outcomes.len()
-    ));
-    work.remove_unless_kept_at(&dir);
-    work.remove_unless_kept_at(&input);
-    Ok(())
 }
 
 /// The runs' settings as the replay follows them.
@@ -266,73 +260,75 @@ struct OneRun {
     evicted: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one_run(
-    a: &ReplayBenchArgs,
-    case: &Case,
-    command: &[String],
-    limit: u64,
-    record: bool,
-    dir: &Path,
-    me: &User,
-    uzswap: &Path,
-    scale: Scale,
-) -> Result<OneRun, String> {
-    let cwd = dir.join("cwd");
-    let scratch = dir.join("scratch");
-    make_dir(&cwd, 0o755)?;
-    make_dir(&scratch, 0o755)?;
-    let stats = dir.join("uzswap.stats");
-    let mut argv = vec![
-        uzswap.display().to_string(),
-        "run".into(),
-        "--limit".into(),
-        limit.to_string(),
-        "--swapfile-dir".into(),
-        scratch.display().to_string(),
-        "--stats-out".into(),
-        stats.display().to_string(),
-    ];
-    if record {
-        argv.extend([
-            "--record".into(),
-            dir.join("run.trace").display().to_string(),
-        ]);
+impl Bench<'_> {
+    /// One run of `case` under `uzswap run` at `limit`, recorded if `record`,
+    /// in `dir`.
+    fn one_run(
+        &self,
+        case: &Case,
+        command: &[String],
+        limit: u64,
+        record: bool,
+        dir: &Path,
+    ) -> Result<OneRun, String> {
+        let (a, me, uzswap, scale) = (self.args, self.me, self.uzswap, self.scale);
+        let cwd = dir.join("cwd");
+        let scratch = dir.join("scratch");
+        make_dir(&cwd, 0o755)?;
+        make_dir(&scratch, 0o755)?;
+        let stats = dir.join("uzswap.stats");
+        let mut argv = vec![
+            uzswap.display().to_string(),
+            "run".into(),
+            "--limit".into(),
+            limit.to_string(),
+            "--swapfile-dir".into(),
+            scratch.display().to_string(),
+            "--stats-out".into(),
+            stats.display().to_string(),
+        ];
+        if record {
+            argv.extend([
+                "--record".into(),
+                dir.join("run.trace").display().to_string(),
+            ]);
+        }
+        if a.uncharged_pool {
+            argv.push("--uncharged-pool".into());
+        }
+        argv.extend(case.flags.iter().map(|f| f.to_string()));
+        argv.push("--".into());
+        argv.extend_from_slice(command);
+        let job = Job {
+            argv,
+            cwd: cwd.clone(),
+            scratch,
+            stdout: dir.join("stdout"),
+            stderr: dir.join("stderr"),
+            timeout: scale.timeout(),
+        };
+        let m = proc::run(me, &job)?;
+        if m.code != 0 || m.timed_out {
+            let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+            return Err(super::outputs::failure(
+                m.code,
+                &super::outputs::program_error(&stderr),
+            ));
+        }
+        let mut digest = sha256(&dir.join("stdout"))?;
+        for out in case.outputs {
+            digest.push_str(&sha256(&cwd.join(out))?);
+        }
+        let text =
+            std::fs::read_to_string(&stats).map_err(|e| format!("{}: {e}", stats.display()))?;
+        let report = launch::report::RunReport::parse(&text).map_err(|e| e.to_string())?;
+        Ok(OneRun {
+            elapsed: m.elapsed.as_secs_f64(),
+            digest,
+            swapins: report.total.runtime.swapin_faults,
+            evicted: report.total.runtime.evicted_pages,
+        })
     }
-    if a.uncharged_pool {
-        argv.push("--uncharged-pool".into());
-    }
-    argv.extend(case.flags.iter().map(|f| f.to_string()));
-    argv.push("--".into());
-    argv.extend_from_slice(command);
-    let job = Job {
-        argv,
-        cwd: cwd.clone(),
-        scratch,
-        stdout: dir.join("stdout"),
-        stderr: dir.join("stderr"),
-        timeout: scale.timeout(),
-    };
-    let m = proc::run(me, &job)?;
-    if m.code != 0 || m.timed_out {
-        let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
-        return Err(super::outputs::failure(
-            m.code,
-            &super::outputs::program_error(&stderr),
-        ));
-    }
-    let mut digest = sha256(&dir.join("stdout"))?;
-    for out in case.outputs {
-        digest.push_str(&sha256(&cwd.join(out))?);
-    }
-    let text = std::fs::read_to_string(&stats).map_err(|e| format!("{}: {e}", stats.display()))?;
-    let report = launch::report::RunReport::parse(&text).map_err(|e| e.to_string())?;
-    Ok(OneRun {
-        elapsed: m.elapsed.as_secs_f64(),
-        digest,
-        swapins: report.total.runtime.swapin_faults,
-        evicted: report.total.runtime.evicted_pages,
-    })
 }
 
 fn median(v: &mut [f64]) -> f64 {

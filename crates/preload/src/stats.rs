@@ -61,16 +61,22 @@ pub fn write_exit_report() {
     if let Some(p) = preload::started() {
         // Exiting: this process's pages no longer count in a shared limit.
         p.runtime.leave_shared_limit();
+    }
+    // The counters first, then the trace (`--record`): an eviction is
+    // queued before it is counted, and this thread's faults are over, so
+    // the trace holds at least what the report says (the reclaimer may
+    // still add to both, other threads still fault).
+    let final_report = std::env::var_os(env::STATS_DIR).and_then(|dir| Some((dir, report()?)));
+    if let Some(p) = preload::started() {
         p.runtime.flush_trace();
     }
     let pid = std::process::id();
     if let Ok(path) = launch::rundir::own_socket_path() {
         let _ = std::fs::remove_file(path);
     }
-    if let Some(dir) = std::env::var_os(env::STATS_DIR) {
+    if let Some((dir, r)) = final_report {
         let path = std::path::Path::new(&dir).join(format!("{pid}.stats"));
         let tmp = path.with_extension("tmp");
-        let Some(r) = report() else { return };
         if std::fs::write(&tmp, r.render()).is_ok() {
             let _ = std::fs::rename(&tmp, &path);
         }

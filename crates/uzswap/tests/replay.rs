@@ -58,10 +58,20 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
     }
     let wp_counted = counted.wp_faults + counted.clean_written;
     if lost == 0 {
-        assert_eq!(faults, counted.faults, "every fault recorded");
-        assert_eq!(
-            evicted, counted.evicted_pages,
-            "every evicted page recorded"
+        // Single-threaded processes: every fault counted is recorded (a
+        // fault that found its page mapped meanwhile is recorded, an
+        // access, but counted in no class). The reclaimer evicts until the
+        // process is gone, and the report is taken before the last records
+        // are written: at least every eviction it counts.
+        assert!(
+            faults >= counted.faults,
+            "{faults} faults recorded, {} counted",
+            counted.faults
+        );
+        assert!(
+            evicted >= counted.evicted_pages,
+            "{evicted} evicted pages recorded, {} counted",
+            counted.evicted_pages
         );
         // A write-protect fault that found its page being evicted is
         // recorded (an access) but counted in no class: it faults again.
@@ -70,9 +80,8 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
             "{wp} write-protect faults recorded, {wp_counted} counted"
         );
     } else {
-        // A queue that filled: what was dropped is said, never invented.
-        assert!(faults <= counted.faults && evicted <= counted.evicted_pages);
-        assert!(faults + evicted + wp + lost >= counted.faults + counted.evicted_pages);
+        // A queue that filled: what was dropped is counted as lost.
+        assert!(faults + evicted + lost >= counted.faults + counted.evicted_pages);
     }
 
     let out = dir.join("replay.stats");

@@ -282,27 +282,32 @@ fn plot_curve(
     names: &[String],
     outcomes: &[Outcome],
 ) -> Result<(), String> {
-    let lines: Vec<Line> = names
-        .iter()
-        .map(|n| Line {
-            name: n.clone(),
-            points: outcomes
-                .iter()
-                .filter(|o| &o.policy == n)
-                .filter_map(|o| match o.limit {
-                    Limit::Fixed(p) => {
-                        Some(((p * PAGE) as f64 / (1 << 20) as f64, o.swapin_faults as f64))
-                    }
-                    Limit::Recorded => None,
-                })
-                .collect(),
-        })
-        .collect();
+    let lines = |value: fn(&Outcome) -> u64| -> Vec<Line> {
+        names
+            .iter()
+            .map(|n| Line {
+                name: n.clone(),
+                points: outcomes
+                    .iter()
+                    .filter(|o| &o.policy == n)
+                    .filter_map(|o| match o.limit {
+                        Limit::Fixed(p) => {
+                            Some(((p * PAGE) as f64 / (1 << 20) as f64, value(o) as f64))
+                        }
+                        Limit::Recorded => None,
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
     uzswap_bench::plot::curves(
         path,
-        "swap-ins by limit (miss-ratio curve)",
+        "pages brought back by limit (miss-ratio curves)",
         "limit, MiB",
-        &[("swap-in faults", "faults", lines)],
+        &[
+            ("pages in (opt bounds it)", "pages", lines(|o| o.pages_in)),
+            ("swap-in faults", "faults", lines(|o| o.swapin_faults)),
+        ],
     )
     .map_err(|e| e.to_string())
 }

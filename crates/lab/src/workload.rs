@@ -110,9 +110,6 @@ pub struct Recorded {
     pub aging_passes: u64,
     /// Records the recorder dropped (a full queue).
     pub lost: u64,
-    /// The lowest and the last limit in force, in pages.
-    pub min_limit: Option<u64>,
-    pub last_limit: Option<u64>,
 }
 
 impl Recorded {
@@ -390,12 +387,7 @@ impl Builder {
                 ..
             } => self.access(p, addr, write, false, kept_clean),
             Event::WpFault { addr, .. } => self.access(p, addr, true, true, false),
-            Event::Limit { pages } => {
-                let r = &mut self.w.recorded;
-                r.min_limit = Some(r.min_limit.map_or(pages, |m| m.min(pages)));
-                r.last_limit = Some(pages);
-                Step::Limit(pages)
-            }
+            Event::Limit { pages } => Step::Limit(pages),
             Event::Aged => Step::Aged { process: p },
             Event::Evict { .. }
             | Event::Forked { .. }

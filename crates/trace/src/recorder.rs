@@ -73,12 +73,6 @@ impl Recorder {
         })
     }
 
-    /// A recorder for a forked child `pid`, appending to the same file,
-    /// with a queue of its own (invariant 3).
-    pub fn for_child(&self, pid: u32) -> std::io::Result<Recorder> {
-        Recorder::open(&self.path, pid)
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -82,7 +82,7 @@ fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
 fn two_processes_share_a_file_by_chunks() {
     let path = temp("two");
     let parent = Recorder::open(&path, 1).unwrap();
-    let child = parent.for_child(2).unwrap();
+    let child = Recorder::open(&path, 2).unwrap();
     for i in 0..3u64 {
         parent.push(Event::Map {
             addr: i << 12,

@@ -93,7 +93,7 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
         .collect();
     let mut curve = Vec::new();
     if limits.is_empty() {
-        if r.last_limit.is_some() {
+        if w.recorded_limits().next().is_some() {
             limits.push(Limit::Recorded);
         }
         curve = (1..=a.sweep)
@@ -178,7 +178,7 @@ fn recorded_table(w: &Workload) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(["the recorded run", ""]);
-    let limit = match (r.min_limit, r.last_limit) {
+    let limit = match (w.recorded_limits().min(), w.recorded_limits().last()) {
         (Some(lo), Some(last)) if lo != last => {
             format!("{} at the lowest, {} at the end", mib(lo), mib(last))
         }

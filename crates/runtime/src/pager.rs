@@ -199,10 +199,9 @@ impl Pager {
     /// The pages this process's memory costs, as a memcg charges them:
     /// resident region pages, and the swap store's pool and entries
     /// ([`zswap::Swap::charged_pages`]). The page-state tables are not
-    /// counted: they cover every page of a region, touched or not (a
-    /// program's 700 MB reservation has a 5.5 MB table), where the kernel's
-    /// page tables cover touched memory only; charging them would leave a
-    /// small limit nothing for resident pages. `table_bytes` reports them.
+    /// counted: they are runtime memory, like the kernel's page tables,
+    /// which a memcg does not charge either (and charging them would leave
+    /// a small limit less for resident pages). `table_bytes` reports them.
     pub fn own_charge(&self) -> usize {
         let resident = self.lock().resident;
         if self.cfg.charge_pool {
@@ -212,11 +211,10 @@ impl Pager {
         }
     }
 
-    /// Bytes of the page-state tables of all regions (for reports: it
-    /// walks the regions).
+    /// Bytes of the page-state tables of all regions in memory (for
+    /// reports: it walks the regions).
     pub fn table_bytes(&self) -> usize {
-        let pages: usize = self.lock().regions.values().map(|r| r.pages.len()).sum();
-        pages * std::mem::size_of::<protocol::Page>()
+        self.lock().regions.values().map(|r| r.table_bytes()).sum()
     }
 
     /// The pages the limit applies to: ours, or all processes' of a shared

@@ -148,9 +148,13 @@ pub const SWAPIN_TRIES: u8 = 8;
 /// Reprieves a page found written by an aging pass gets from reclaim.
 pub const WRITTEN_REPRIEVES: u8 = 2;
 
+///
+/// `repr(u8)` with `Untouched` first: all-zero bytes are `Untouched`, which
+/// lets a region's table come from zeroed memory ([`untouched_pages`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(u8)]
 pub enum PageState {
-    Untouched,
+    Untouched = 0,
     Filling,
     Resident,
     /// Resident, and write-protected since a read fault brought it in from
@@ -229,6 +233,34 @@ impl Page {
     }
 }
 
+/// A table of `n` [`Page::UNTOUCHED`] pages, allocated zeroed rather than
+/// written: a large table is fresh anonymous memory (calloc's `mmap`)
+/// whose pages cost nothing until the region pages they describe are
+/// touched, as the kernel's page tables cover touched memory only. A
+/// program that reserves 700 MB and touches 70 would otherwise pay 5.5 MB
+/// of table for it.
+pub fn untouched_pages(n: usize) -> Vec<Page> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let Ok(layout) = std::alloc::Layout::array::<Page>(n) else {
+        // More pages than the address space holds: the same failure as
+        // `vec!` of that length.
+        panic!("capacity overflow: a region of {n} pages");
+    };
+    // SAFETY: `layout` has a non-zero size (n > 0, `Page` is not a ZST).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Page>();
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `n`
+    // pages, as `Vec<Page>` with capacity `n` frees it; all `n` are
+    // initialized, as all-zero bytes are `Page::UNTOUCHED` (every field of
+    // `Page` is an integer or `bool`, and `PageState` is `repr(u8)` with
+    // `Untouched = 0`; checked by `a_zeroed_page_is_untouched`).
+    unsafe { Vec::from_raw_parts(ptr, n, n) }
+}
+
 /// The pages of one region, and what is in flight there.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct RegionPages {
@@ -247,6 +279,20 @@ pub struct RegionPages {
 impl RegionPages {
     pub fn len_bytes(&self) -> usize {
         self.pages.len() * PAGE
+    }
+
+    /// Bytes of this region's table in memory: its memory pages that hold
+    /// a page not `UNTOUCHED` (written, so no longer the zeroed memory
+    /// [`untouched_pages`] gave, which costs nothing). A part touched and
+    /// then released reads untouched again and is not counted.
+    pub fn table_bytes(&self) -> usize {
+        const PER_MEMORY_PAGE: usize = PAGE / std::mem::size_of::<Page>();
+        let written = self
+            .pages
+            .chunks(PER_MEMORY_PAGE)
+            .filter(|c| c.iter().any(|p| *p != Page::UNTOUCHED))
+            .count();
+        (written * PAGE).min(std::mem::size_of_val(self.pages.as_slice()))
     }
 }
 
@@ -306,7 +352,7 @@ impl State {
             base,
             RegionPages {
                 id,
-                pages: vec![Page::UNTOUCHED; npages],
+                pages: untouched_pages(npages),
                 dying: false,
                 in_flight: 0,
                 aging: false,
@@ -706,4 +752,38 @@ pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 
 fn page_addr(base: usize, idx: usize) -> usize {
     base + idx * PAGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zeroed_page_is_untouched() {
+        // The table comes zeroed from the allocator: every page of it must
+        // read as untouched.
+        let table = untouched_pages(3);
+        assert_eq!(table.len(), 3);
+        assert!(table.iter().all(|p| *p == Page::UNTOUCHED));
+        assert!(untouched_pages(0).is_empty());
+    }
+
+    #[test]
+    fn a_table_costs_the_memory_pages_its_touched_pages_are_in() {
+        let per_memory_page = PAGE / std::mem::size_of::<Page>();
+        let mut st = State::default();
+        let base = 1 << 30;
+        st.add_region(base, 100 * per_memory_page);
+        let r = st.regions.get_mut(&base).unwrap();
+        assert_eq!(r.table_bytes(), 0);
+        r.pages[0].state = PageState::Resident;
+        r.pages[per_memory_page - 1].state = PageState::Resident;
+        assert_eq!(r.table_bytes(), PAGE);
+        r.pages[50 * per_memory_page].shadow = 7;
+        assert_eq!(r.table_bytes(), 2 * PAGE);
+        st.add_region(base << 1, 3);
+        let small = st.regions.get_mut(&(base << 1)).unwrap();
+        small.pages[1].state = PageState::Resident;
+        assert_eq!(small.table_bytes(), 3 * std::mem::size_of::<Page>());
+    }
 }

@@ -19,6 +19,10 @@
 //!   zsmalloc objects of the recorded sizes ([`pool`]) and no swap file. A
 //!   new policy is one file implementing [`Policy`].
 //!
+//! `uzswap/COMPRESSOR` replays the protocol with the run's own pages,
+//! sampled at eviction, stored by another compressor; [`compressors`]
+//! compares compressors on those samples page by page.
+//!
 //! Each replay gives an [`Outcome`]: pages brought in, swap-in faults,
 //! evictions, first touches, file traffic, bytes compressed, the pool's
 //! peak, and a predicted time from the run's own measured costs
@@ -54,6 +58,7 @@
 //! 3. Every page the protocol's replay reads back from the store is the
 //!    page it stored ([`ReplayError::Corrupt`] otherwise).
 
+pub mod compressors;
 pub mod pages;
 pub mod policies;
 pub mod policy;
@@ -280,7 +285,7 @@ impl Outcome {
 /// Why a sweep stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    #[error("unknown policy {0:?} (known: uzswap, uzswap:always|bypass|disk-only|off, {known})", known = policies::NAMES.join(", "))]
+    #[error("unknown policy {0:?} (known: uzswap, uzswap:always|bypass|disk-only|off, either with /COMPRESSOR (uzswap/zstd:3), {known})", known = policies::NAMES.join(", "))]
     UnknownPolicy(String),
     #[error(transparent)]
     Replay(#[from] ReplayError),
@@ -288,21 +293,42 @@ pub enum LabError {
     Pool(#[from] pool::PoolError),
 }
 
-/// The runtime's protocol under a readahead policy other than the
-/// configured one, if `name` asks for one: `uzswap:always`,
-/// `uzswap:bypass`, `uzswap:disk-only`, `uzswap:off` (seed 002's
-/// comparison on a recorded program).
-fn protocol_variant(name: &str) -> Option<Result<Option<zswap::Readahead>, LabError>> {
+/// The runtime's protocol as a policy name asks for it: `uzswap`, with
+/// `:READAHEAD` another swap-in readahead (`always`, `bypass`,
+/// `disk-only`, `off`: seed 002's comparison on a recorded program), with
+/// `/COMPRESSOR` the run's sampled pages stored with that compressor
+/// (`uzswap/zstd:3`, `uzswap:always/deflate:6`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProtocolVariant {
+    pub readahead: Option<zswap::Readahead>,
+    pub compressor: Option<compress::Algorithm>,
+}
+
+/// The variant of the runtime's protocol `name` asks for; `None` if
+/// `name` is not the protocol's.
+fn protocol_variant(name: &str) -> Option<Result<ProtocolVariant, LabError>> {
     let rest = name.strip_prefix(protocol::NAME)?;
-    if rest.is_empty() {
-        return Some(Ok(None));
-    }
-    Some(
-        rest.strip_prefix(':')
-            .and_then(|r| r.parse().ok())
-            .map(Some)
-            .ok_or_else(|| LabError::UnknownPolicy(name.into())),
-    )
+    let bad = || LabError::UnknownPolicy(name.into());
+    let (readahead, compressor) = match rest.split_once('/') {
+        Some((r, c)) => (r, Some(c)),
+        None => (rest, None),
+    };
+    let readahead = match readahead {
+        "" => None,
+        r => match r.strip_prefix(':').and_then(|r| r.parse().ok()) {
+            Some(r) => Some(r),
+            None => return Some(Err(bad())),
+        },
+    };
+    let compressor = match compressor.map(str::parse::<compress::Algorithm>) {
+        None => None,
+        Some(Ok(c)) => Some(c),
+        Some(Err(_)) => return Some(Err(bad())),
+    };
+    Some(Ok(ProtocolVariant {
+        readahead,
+        compressor,
+    }))
 }
 
 /// Checks policy names: `uzswap` (the runtime's protocol, or
@@ -326,9 +352,13 @@ pub fn replay_one(
     cfg: &ProtocolConfig,
 ) -> Result<Outcome, LabError> {
     if let Some(variant) = protocol_variant(name) {
+        let variant = variant?;
         let mut cfg = cfg.clone();
-        if let Some(readahead) = variant? {
+        if let Some(readahead) = variant.readahead {
             cfg.readahead = readahead;
+        }
+        if variant.compressor.is_some() {
+            cfg.compressor = variant.compressor;
         }
         let mut o = protocol::replay(w, limit, &cfg)?;
         o.policy = name.into();

@@ -21,7 +21,7 @@
 //! it was).
 //! Every page read back is checked against what was stored.
 
-use crate::pages::synthesize;
+use crate::pages::contents;
 use crate::workload::{Access, Step as WStep, Workload, PAGE};
 use crate::{Limit, Outcome};
 use runtime::protocol::{
@@ -60,6 +60,10 @@ pub struct ProtocolConfig {
     /// The pool's share of a charged limit is fixed at half of it
     /// (`uzswap run --fixed-pool-split`), not adaptive.
     pub fixed_pool_split: bool,
+    /// Store the run's sampled pages with this compressor (a comparison of
+    /// compressors on the program's data); `None`: pages synthesized to
+    /// the recorded lengths, stored with lz4 ([`crate::pages`]).
+    pub compressor: Option<compress::Algorithm>,
 }
 
 impl Default for ProtocolConfig {
@@ -75,6 +79,7 @@ impl Default for ProtocolConfig {
             readahead: Readahead::BypassZswap,
             swapfile_dir: std::env::temp_dir(),
             fixed_pool_split: false,
+            compressor: None,
         }
     }
 }
@@ -90,12 +95,16 @@ pub enum ReplayError {
     Waited,
     #[error("page {id} read back from the store differs from the page stored")]
     Corrupt { id: u32 },
+    #[error("the trace holds no page samples to compare compressors on (nothing was stored in the pool, or it was recorded by an older uzswap)")]
+    NoSamples,
 }
 
 /// The replay's stand-in for the kernel (every call succeeds; a page's
 /// bytes are synthesized, never mapped), over the real store.
 struct ReplayEnv<'w> {
     w: &'w Workload,
+    /// Pages are the run's samples, not synthesized.
+    sampled: bool,
     swap: Arc<Swap>,
     side: StoreSide,
     /// Limit in force, pages.
@@ -134,7 +143,7 @@ impl ReplayEnv<'_> {
         let Some(id) = id else { return };
         let mut check = std::mem::take(&mut s.check);
         check.resize(PAGE, 0);
-        synthesize(self.w, id, &mut check);
+        contents(self.w, id, self.sampled, &mut check);
         if check != bytes {
             s.failed.get_or_insert(ReplayError::Corrupt { id });
         }
@@ -188,9 +197,8 @@ impl Env for ReplayEnv<'_> {
         for (k, chunk) in bytes.chunks_exact_mut(PAGE).enumerate() {
             match self.w.ids.get(&(addr + k * PAGE)) {
                 Some(&id) => {
-                    synthesize(self.w, id, chunk);
+                    contents(self.w, id, self.sampled, chunk);
                     s.slots.insert(slots[k], id);
-                    s.out.stored_bytes += self.w.stored_size(id).unwrap_or(0) as u64;
                 }
                 // A page of a folio first touch the trace never saw
                 // touched: zeros.
@@ -202,7 +210,10 @@ impl Env for ReplayEnv<'_> {
         drop(run);
         s.page = bytes;
         match stored {
-            Ok(_) => Ok(slots),
+            Ok(report) => {
+                s.out.stored_bytes += report.compressed_bytes as u64;
+                Ok(slots)
+            }
             Err(e) => {
                 for slot in &slots {
                     s.slots.remove(slot);
@@ -319,10 +330,12 @@ impl<'w> Proc<'w> {
         rcfg: &RuntimeConfig,
         cap: u64,
         limit: Limit,
+        sampled: bool,
     ) -> Result<Self, ReplayError> {
         Ok(Proc {
             env: ReplayEnv {
                 w,
+                sampled,
                 swap: Swap::new(rcfg.swap.clone())?,
                 side: StoreSide::new(rcfg),
                 limit: Cell::new(usize::try_from(cap).unwrap_or(usize::MAX)),
@@ -443,6 +456,9 @@ impl<'w> Proc<'w> {
 /// of the run with its own page states and store, all under the one limit.
 pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcome, ReplayError> {
     let started = std::time::Instant::now();
+    if cfg.compressor.is_some() && w.samples.is_empty() {
+        return Err(ReplayError::NoSamples);
+    }
     let mut cap = limit.initial(w);
     let ceiling = workingset_pages(w, limit);
     let rcfg = runtime_config(w, cfg, ceiling);
@@ -453,7 +469,7 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
         unmap_group_pages: cfg.unmap_group_pages,
     };
     let mut procs: Vec<Proc> = (0..w.recorded.processes.max(1))
-        .map(|_| Proc::new(w, &rcfg, cap, limit))
+        .map(|_| Proc::new(w, &rcfg, cap, limit, cfg.compressor.is_some()))
         .collect::<Result<_, _>>()?;
     let mut reclaim = Reclaim::default();
     let (mut peak_charged, mut peak_pool) = (0usize, 0usize);
@@ -496,15 +512,16 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
 
 /// The runtime's settings for a replay of `w` under a limit up to
 /// `ceiling` pages: the pool's share of a charged limit adaptive under
-/// all of it but an eighth (`uzswap run`'s default), lz4 over the pages
-/// [`synthesize`] makes, a plain swap file big enough for every page.
+/// all of it but an eighth (`uzswap run`'s default), lz4 over synthesized
+/// pages or the compressor asked for over sampled ones, a plain swap file
+/// big enough for every page.
 fn runtime_config(w: &Workload, cfg: &ProtocolConfig, ceiling: u64) -> RuntimeConfig {
     let limit_bytes = usize::try_from(ceiling)
         .unwrap_or(usize::MAX / PAGE)
         .saturating_mul(PAGE);
     let ram = common::meminfo::bytes("MemTotal").unwrap_or(1 << 30) as usize;
     let swap = zswap::Config {
-        compressor: compress::Algorithm::Lz4,
+        compressor: cfg.compressor.unwrap_or(compress::Algorithm::Lz4),
         pool_limit_bytes: cfg.charge_pool.then(|| {
             let share = match cfg.fixed_pool_split {
                 true => limit_bytes / 2,

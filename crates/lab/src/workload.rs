@@ -161,6 +161,13 @@ pub struct Workload {
     pub recorded: Recorded,
     /// Dense id of each page address of the replay.
     pub ids: HashMap<usize, u32>,
+    /// Pages of the run sampled with their compressed length (every
+    /// process's), by that length: what a replay under another compressor
+    /// stores ([`crate::pages`]).
+    pub samples: Vec<trace::PageSample>,
+    /// The compressor the samples' lengths (and the recorded sizes) come
+    /// from.
+    pub recorded_compressor: Option<String>,
 }
 
 impl Workload {
@@ -199,7 +206,14 @@ impl Workload {
             b.tally(i, &p.records);
         }
         b.merge(procs);
-        b.finish()
+        let mut w = b.finish();
+        w.samples = procs
+            .iter()
+            .flat_map(|p| p.samples.iter().cloned())
+            .collect();
+        w.samples.sort_by_key(|s| s.compressed_len);
+        w.recorded_compressor = procs.iter().find_map(|p| p.compressor.clone());
+        w
     }
 }
 

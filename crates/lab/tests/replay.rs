@@ -30,7 +30,11 @@ fn trace(pages: u32, accesses: &[(u64, bool)]) -> Vec<ProcessTrace> {
             },
         });
     }
-    vec![ProcessTrace { pid: 1, records }]
+    vec![ProcessTrace {
+        pid: 1,
+        records,
+        ..ProcessTrace::default()
+    }]
 }
 
 fn workload(pages: u32, pattern: &[u64]) -> Workload {
@@ -216,4 +220,106 @@ fn processes_share_the_limit_but_not_their_pages() {
             b.peak_charged_pages
         );
     }
+}
+
+/// A page of text: words drawn from a small vocabulary by `seed` (about
+/// 2–3x compressible, like a heap of strings).
+fn text_page(seed: u64) -> Vec<u8> {
+    const WORDS: [&str; 12] = [
+        "page ",
+        "swap ",
+        "zsmalloc ",
+        "folio ",
+        "reclaim ",
+        "fault ",
+        "pool ",
+        "limit ",
+        "evict ",
+        "shadow ",
+        "cluster ",
+        "batch ",
+    ];
+    let mut s = seed | 1;
+    let mut out = Vec::with_capacity(PAGE as usize + 16);
+    while out.len() < PAGE as usize {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        out.extend_from_slice(WORDS[(s % 12) as usize].as_bytes());
+        out.extend_from_slice(format!("{} ", s % 1000).as_bytes());
+    }
+    out.truncate(PAGE as usize);
+    out
+}
+
+#[test]
+fn compressors_are_compared_on_the_runs_own_pages() {
+    let mut s = 11u64;
+    let pattern: Vec<u64> = (0..6_000)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) % 1024
+        })
+        .collect();
+    let plain = workload(1024, &pattern);
+    // No samples: nothing to compare on, said so.
+    assert!(matches!(
+        replay_one(&plain, "uzswap/zstd:3", Limit::Fixed(256), &uncharged()),
+        Err(lab::LabError::Replay(lab::ReplayError::NoSamples))
+    ));
+    assert!(lab::check_policies(&["uzswap/nonesuch".into()]).is_err());
+    let lz4 = compress::new_compressor(compress::Algorithm::Lz4, &compress::Backend::Sequential);
+    let mut dst = vec![0u8; 2 * PAGE as usize];
+    let mut w = plain.clone();
+    w.samples = (0..64u64)
+        .map(|i| {
+            let data = text_page(i + 1);
+            let len = lz4.compress_page(&data, &mut dst).unwrap() as u16;
+            trace::PageSample {
+                addr: BASE + i * PAGE,
+                compressed_len: len,
+                data: data.into(),
+            }
+        })
+        .collect();
+    w.samples.sort_by_key(|s| s.compressed_len);
+    // Every page read back is checked against the sample it was given.
+    let by = |policy: &str| replay_one(&w, policy, Limit::Fixed(256), &uncharged()).unwrap();
+    let (l, d, z) = (
+        by("uzswap/lz4"),
+        by("uzswap/deflate:6"),
+        by("uzswap/zstd:3"),
+    );
+    assert_eq!(d.policy, "uzswap/deflate:6");
+    // The same traffic (the pool is not charged), less stored by the
+    // stronger compressors.
+    assert_eq!(
+        (l.swapin_faults, l.evicted_pages),
+        (d.swapin_faults, d.evicted_pages)
+    );
+    assert!(l.evicted_pages > 0);
+    assert!(
+        d.stored_bytes < l.stored_bytes,
+        "deflate {} lz4 {}",
+        d.stored_bytes,
+        l.stored_bytes
+    );
+    assert!(
+        z.stored_bytes < l.stored_bytes,
+        "zstd {} lz4 {}",
+        z.stored_bytes,
+        l.stored_bytes
+    );
+    let rows = lab::compressors::compare(
+        &w,
+        &[compress::Algorithm::Lz4, compress::Algorithm::Deflate(6)],
+    );
+    assert_eq!(rows.len(), 2);
+    assert!(rows
+        .iter()
+        .all(|r| r.samples == 64 && r.ratio > 0.0 && r.ratio < 1.0));
+    assert!(rows[1].ratio < rows[0].ratio);
+    assert!(lab::compressors::compare(&plain, &[compress::Algorithm::Lz4]).is_empty());
 }

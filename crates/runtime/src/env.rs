@@ -433,6 +433,16 @@ impl Env for RealEnv {
             Ok(report) if !torn => {
                 if let Some(rec) = &self.live().recorder {
                     record_evicted(rec, addr, &report);
+                    // A sample of the run's pages, read while the run is
+                    // still mapped and protected, as `swap_out` read it (a
+                    // page discarded behind our back just now is sampled
+                    // as the zeros its fault maps: a sample, not data).
+                    if let Err(e) = rec.sample_run(addr as u64, &run, &report.page_sizes) {
+                        eprintln!(
+                            "uzswap: --record {}: page samples: {e}; recording stops, the program goes on",
+                            rec.path().display()
+                        );
+                    }
                 }
                 Ok(slots)
             }

@@ -169,9 +169,10 @@ impl Pager {
     }
 
     /// The reclaimer's tick, where this run records: the limit in force if
-    /// it changed, then what is queued to the file. A write error stops
-    /// the recording (said once); the program goes on.
-    pub(crate) fn drain_trace(&self) {
+    /// it changed, then what is queued to the file (at exit, the pending
+    /// page samples too). A write error stops the recording (said once);
+    /// the program goes on.
+    pub(crate) fn drain_trace(&self, at_exit: bool) {
         let Some(rec) = &self.env.live().recorder else {
             return;
         };
@@ -181,7 +182,8 @@ impl Pager {
                 pages: limit as u64,
             });
         }
-        if let Err(e) = rec.drain() {
+        let written = if at_exit { rec.flush() } else { rec.drain() };
+        if let Err(e) = written {
             eprintln!(
                 "uzswap: --record {}: {e}; recording stops, the program goes on",
                 rec.path().display()
@@ -351,9 +353,10 @@ pub(crate) fn new_live(
     }
     let recorder = match &cfg.record_file {
         Some(path) => Some(
-            trace::Recorder::open(path, std::process::id()).map_err(|e| {
-                RuntimeError::Config(format!("record file {}: {e}", path.display()))
-            })?,
+            trace::Recorder::open(path, std::process::id(), &cfg.swap.compressor.to_string())
+                .map_err(|e| {
+                    RuntimeError::Config(format!("record file {}: {e}", path.display()))
+                })?,
         ),
         None => None,
     };

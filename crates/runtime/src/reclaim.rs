@@ -65,7 +65,7 @@ impl Pager {
                 .live()
                 .reclaim_wake
                 .wait_timeout(Duration::from_millis(20));
-            self.drain_trace();
+            self.drain_trace(false);
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
@@ -85,7 +85,7 @@ impl Pager {
                     .as_ref()
                     .is_some_and(|r| r.filling())
                 {
-                    self.drain_trace();
+                    self.drain_trace(false);
                 }
                 if self.compact_store() > 0 {
                     // Fewer pool pages: perhaps under the limit already.

@@ -147,7 +147,7 @@ impl Runtime {
     /// Writes what the recorder (`--record`) still holds to its file (at
     /// exit: the reclaimer writes it every 20 ms while the program runs).
     pub fn flush_trace(&self) {
-        self.inner.drain_trace();
+        self.inner.drain_trace(true);
     }
 
     /// Stops counting this process's pages in a shared limit (at exit).
@@ -201,7 +201,7 @@ impl Drop for Runtime {
         // that is gone.
         self.inner.release_all_regions();
         self.inner.stop_threads();
-        self.inner.drain_trace();
+        self.inner.drain_trace(true);
         crate::in_thread::leave(&self.inner);
         crate::fork::untrack(&self.inner);
         // SAFETY: our eventfd; no thread polls it any more.

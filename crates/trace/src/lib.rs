@@ -20,6 +20,10 @@
 //! FIFO-ordered reclaim ignores hits), and a lower bound on traffic below
 //! it.
 //!
+//! A few of the evicted pages' contents are kept too, with their
+//! compressed length ([`samples`]): a replay stores them to compare
+//! compressors on the program's own data.
+//!
 //! ## Format
 //!
 //! A file of **chunks**, each written by one `write(2)` on a descriptor
@@ -27,7 +31,8 @@
 //! exec'd programs) appends to one file without interleaving inside a
 //! chunk. A chunk is a 24-byte header — magic `UZTRACE1`, the writer's
 //! pid and record count, the payload's length — and a zstd frame of its
-//! records, 24 bytes each (three little-endian words, [`record`]).
+//! records, 24 bytes each (three little-endian words, [`record`]). Page
+//! samples come in chunks of their own (magic `UZPAGES1`, [`samples`]).
 //!
 //! ## Invariants
 //!
@@ -44,7 +49,9 @@
 pub mod read;
 pub mod record;
 mod recorder;
+pub mod samples;
 
 pub use read::{read_file, ProcessTrace, TraceError};
 pub use record::{Event, Record, SIZE_NONE, SIZE_ON_FILE, SIZE_ZERO};
 pub use recorder::{now_ns, Recorder};
+pub use samples::PageSample;

@@ -2,6 +2,7 @@
 
 use crate::record::{BadRecord, Record, RECORD_BYTES};
 use crate::recorder::{CHUNK_HEADER_BYTES, CHUNK_MAGIC};
+use crate::samples::{self, PageSample, PAGES_MAGIC};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -36,13 +37,23 @@ pub enum TraceError {
     },
     #[error("byte {offset}: {source}")]
     Record { offset: usize, source: BadRecord },
+    #[error("byte {offset}: a chunk of page samples holds {got} bytes, not {samples} samples")]
+    Samples {
+        offset: usize,
+        samples: usize,
+        got: usize,
+    },
 }
 
-/// One process's records, in the order it pushed them.
+/// One process's records, in the order it pushed them, and its page
+/// samples.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessTrace {
     pub pid: u32,
     pub records: Vec<Record>,
+    /// The compressor its samples' lengths are from (`None`: no samples).
+    pub compressor: Option<String>,
+    pub samples: Vec<PageSample>,
 }
 
 /// Reads every chunk of the trace at `path`.
@@ -73,43 +84,79 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Vec<ProcessTrace>, TraceError> {
             let at = offset + 8 * i;
             u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
         };
-        if word(0) != CHUNK_MAGIC {
+        let magic = word(0);
+        if magic != CHUNK_MAGIC && magic != PAGES_MAGIC {
             return Err(TraceError::BadMagic { offset });
         }
         let pid = word(1) as u32;
-        let records = (word(1) >> 32) as usize;
+        let count = (word(1) >> 32) as usize;
         let len = usize::try_from(word(2)).unwrap_or(usize::MAX);
         let need = CHUNK_HEADER_BYTES.saturating_add(len);
         if need > have {
             return Err(TraceError::Truncated { offset, need, have });
         }
         let payload = &bytes[offset + CHUNK_HEADER_BYTES..offset + need];
-        let capacity = records.saturating_mul(RECORD_BYTES);
-        let raw = zstd::bulk::decompress(payload, capacity)
-            .map_err(|source| TraceError::Payload { offset, source })?;
-        if raw.len() != capacity {
-            return Err(TraceError::Count {
-                offset,
-                records,
-                got: raw.len(),
-            });
-        }
         let slot = *by_pid.entry(pid).or_insert_with(|| {
             out.push(ProcessTrace {
                 pid,
-                records: Vec::new(),
+                ..ProcessTrace::default()
             });
             out.len() - 1
         });
         let trace = &mut out[slot];
-        trace.records.reserve(records);
-        for r in raw.chunks_exact(RECORD_BYTES) {
-            let w = |i: usize| u64::from_le_bytes(r[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-            let record = Record::decode([w(0), w(1), w(2)])
-                .map_err(|source| TraceError::Record { offset, source })?;
-            trace.records.push(record);
+        if magic == PAGES_MAGIC {
+            read_samples(payload, count, offset, trace)?;
+        } else {
+            read_records(payload, count, offset, trace)?;
         }
         offset += need;
     }
     Ok(out)
+}
+
+/// A chunk of records into `trace`.
+fn read_records(
+    payload: &[u8],
+    records: usize,
+    offset: usize,
+    trace: &mut ProcessTrace,
+) -> Result<(), TraceError> {
+    let capacity = records.saturating_mul(RECORD_BYTES);
+    let raw = zstd::bulk::decompress(payload, capacity)
+        .map_err(|source| TraceError::Payload { offset, source })?;
+    if raw.len() != capacity {
+        return Err(TraceError::Count {
+            offset,
+            records,
+            got: raw.len(),
+        });
+    }
+    trace.records.reserve(records);
+    for r in raw.chunks_exact(RECORD_BYTES) {
+        let w = |i: usize| u64::from_le_bytes(r[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let record = Record::decode([w(0), w(1), w(2)])
+            .map_err(|source| TraceError::Record { offset, source })?;
+        trace.records.push(record);
+    }
+    Ok(())
+}
+
+/// A chunk of page samples into `trace`.
+fn read_samples(
+    payload: &[u8],
+    count: usize,
+    offset: usize,
+    trace: &mut ProcessTrace,
+) -> Result<(), TraceError> {
+    let raw = zstd::bulk::decompress(payload, samples::payload_bytes(count))
+        .map_err(|source| TraceError::Payload { offset, source })?;
+    let (compressor, mut got) =
+        samples::decode_payload(&raw, count).ok_or(TraceError::Samples {
+            offset,
+            samples: count,
+            got: raw.len(),
+        })?;
+    trace.compressor = Some(compressor);
+    trace.samples.append(&mut got);
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! drained into the trace file by a runtime thread.
 
 use crate::record::{Event, Record, RECORD_BYTES};
+use crate::samples::Sampler;
 use crossbeam_queue::ArrayQueue;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -41,6 +42,8 @@ pub struct Recorder {
     path: PathBuf,
     pid: u32,
     drain: Mutex<Drain>,
+    /// Page contents sampled by the evictor ([`Recorder::sample_run`]).
+    sampler: Mutex<Sampler>,
 }
 
 struct Drain {
@@ -52,8 +55,10 @@ struct Drain {
 }
 
 impl Recorder {
-    /// Opens `path` for appending (creating it) for process `pid`.
-    pub fn open(path: &Path, pid: u32) -> std::io::Result<Recorder> {
+    /// Opens `path` for appending (creating it) for process `pid`, whose
+    /// evicted pages are compressed with `compressor` (its name, as
+    /// `compress::Algorithm` prints it).
+    pub fn open(path: &Path, pid: u32, compressor: &str) -> std::io::Result<Recorder> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -70,7 +75,45 @@ impl Recorder {
                 words: Vec::with_capacity(QUEUE_RECORDS + 1),
                 failed: false,
             }),
+            sampler: Mutex::new(Sampler::new(compressor)),
         })
+    }
+
+    /// Offers a run the pool stored, with each page's compressed length
+    /// (as [`Event::Sizes`] gives them): a few of its pages are kept as
+    /// samples (`samples.rs`), written once a chunk's worth is taken. For
+    /// the evictor only: it may lock, allocate and write.
+    pub fn sample_run(&self, addr: u64, pages: &[&[u8]], sizes: &[u16]) -> std::io::Result<()> {
+        let full = self
+            .sampler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .offer(addr, pages, sizes);
+        if full {
+            self.write_samples()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending samples as one chunk.
+    fn write_samples(&self) -> std::io::Result<()> {
+        let chunk = self
+            .sampler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take_chunk(self.pid)?;
+        let Some(chunk) = chunk else {
+            return Ok(());
+        };
+        let mut d = self.drain.lock().unwrap_or_else(PoisonError::into_inner);
+        if d.failed {
+            return Ok(());
+        }
+        if let Err(e) = d.file.write_all(&chunk) {
+            d.failed = true;
+            return Err(e);
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -106,6 +149,17 @@ impl Recorder {
     /// After a write error nothing more is written (the error is returned
     /// once).
     pub fn drain(&self) -> std::io::Result<usize> {
+        self.drain_records()
+    }
+
+    /// At exit: the queued records and the pending samples.
+    pub fn flush(&self) -> std::io::Result<usize> {
+        let n = self.drain_records()?;
+        self.write_samples()?;
+        Ok(n)
+    }
+
+    fn drain_records(&self) -> std::io::Result<usize> {
         let mut d = self.drain.lock().unwrap_or_else(PoisonError::into_inner);
         if d.failed {
             // Keep the queue from filling with what will never be written.

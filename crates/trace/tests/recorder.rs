@@ -2,7 +2,7 @@
 //! reader's errors on damaged files.
 
 use std::sync::Arc;
-use trace::{read::read_bytes, read_file, Event, Recorder, TraceError};
+use trace::{read::read_bytes, read_file, Event, Recorder, TraceError, SIZE_ON_FILE, SIZE_ZERO};
 
 fn temp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("uzswap-trace-{}-{name}", std::process::id()));
@@ -15,7 +15,7 @@ fn temp(name: &str) -> std::path::PathBuf {
 #[test]
 fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
     let path = temp("stress");
-    let rec = Arc::new(Recorder::open(&path, 7).unwrap());
+    let rec = Arc::new(Recorder::open(&path, 7, "lz4").unwrap());
     const PER_THREAD: u32 = 200_000;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let drainer = {
@@ -81,8 +81,8 @@ fn concurrent_pushes_are_all_written_in_order_or_counted_lost() {
 #[test]
 fn two_processes_share_a_file_by_chunks() {
     let path = temp("two");
-    let parent = Recorder::open(&path, 1).unwrap();
-    let child = Recorder::open(&path, 2).unwrap();
+    let parent = Recorder::open(&path, 1, "lz4").unwrap();
+    let child = Recorder::open(&path, 2, "lz4").unwrap();
     for i in 0..3u64 {
         parent.push(Event::Map {
             addr: i << 12,
@@ -105,7 +105,7 @@ fn two_processes_share_a_file_by_chunks() {
 #[test]
 fn damaged_files_are_clear_errors() {
     let path = temp("damaged");
-    let rec = Recorder::open(&path, 3).unwrap();
+    let rec = Recorder::open(&path, 3, "lz4").unwrap();
     rec.push(Event::Limit { pages: 100 });
     rec.drain().unwrap();
     let bytes = std::fs::read(&path).unwrap();
@@ -127,4 +127,47 @@ fn damaged_files_are_clear_errors() {
         Err(TraceError::Truncated { .. })
     ));
     assert_eq!(read_bytes(&bytes).unwrap()[0].records.len(), 1);
+}
+
+/// Runs offered to the sampler between records: some of their pool pages
+/// come back with their lengths, under the recorder's compressor, and the
+/// records around them are untouched; a trace with no evictions has none.
+#[test]
+fn evicted_pages_are_sampled_beside_the_records() {
+    let path = temp("samples");
+    let rec = Recorder::open(&path, 5, "zstd:3").unwrap();
+    let pages: Vec<Vec<u8>> = (0..16u8).map(|i| vec![i; 4096]).collect();
+    let run: Vec<&[u8]> = pages.iter().map(|p| &p[..]).collect();
+    let mut sizes: Vec<u16> = (0..16u16).map(|i| 100 + i).collect();
+    sizes[0] = SIZE_ZERO;
+    sizes[1] = SIZE_ON_FILE;
+    for k in 0..200u64 {
+        rec.push(Event::Limit { pages: k });
+        rec.sample_run(k << 20, &run, &sizes).unwrap();
+        if k % 50 == 0 {
+            rec.drain().unwrap();
+        }
+    }
+    rec.flush().unwrap();
+    let procs = read_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(procs.len(), 1);
+    let p = &procs[0];
+    assert_eq!(p.records.len(), 200);
+    assert_eq!(p.compressor.as_deref(), Some("zstd:3"));
+    // 14 pool pages a run, 200 runs: one in 32 of them.
+    assert_eq!(p.samples.len(), (200 * 14usize).div_ceil(32));
+    for s in &p.samples {
+        let i = ((s.addr >> 12) & 0xff) as usize;
+        assert!(i >= 2, "a zero page or a page on the file was sampled");
+        assert_eq!(s.compressed_len, sizes[i]);
+        assert!(s.data.iter().all(|&b| b == i as u8));
+    }
+    let none = temp("no-samples");
+    let quiet = Recorder::open(&none, 6, "lz4").unwrap();
+    quiet.push(Event::Aged);
+    quiet.flush().unwrap();
+    let procs = read_file(&none).unwrap();
+    std::fs::remove_file(&none).unwrap();
+    assert!(procs[0].samples.is_empty() && procs[0].compressor.is_none());
 }

@@ -24,6 +24,12 @@ pub struct ReplayArgs {
     /// default: uzswap and the reference policies
     #[arg(long)]
     pub policy: Vec<String>,
+    /// Compare compressors (repeatable, or comma-separated: lz4, zstd:3,
+    /// deflate:6, lzo, lzo-rle): the run's own pages, sampled at eviction,
+    /// compressed by each (ratio, speed), and the runtime's protocol
+    /// replayed storing them with each (`uzswap/COMPRESSOR` rows)
+    #[arg(long, value_delimiter = ',')]
+    pub compressor: Vec<compress::Algorithm>,
     /// Without --limit: also replay at this many limits, evenly from a
     /// tenth of the pages the trace touched to all of them (the
     /// miss-ratio curve); 0 for none
@@ -76,7 +82,7 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
             a.trace.display()
         ));
     }
-    let names: Vec<String> = if a.policy.is_empty() {
+    let mut names: Vec<String> = if a.policy.is_empty() {
         std::iter::once(lab::protocol::NAME)
             .chain(lab::policies::NAMES)
             .map(String::from)
@@ -84,6 +90,15 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
     } else {
         a.policy.clone()
     };
+    if !a.compressor.is_empty() {
+        if w.samples.is_empty() {
+            return Err(format!(
+                "{}: no page samples to compare compressors on (nothing was stored in the pool, or the trace is from an older uzswap)",
+                a.trace.display()
+            ));
+        }
+        names = with_compressors(&names, &a.compressor);
+    }
     lab::check_policies(&names).map_err(|e| e.to_string())?;
     let r = &w.recorded;
     let mut limits: Vec<Limit> = a
@@ -134,6 +149,9 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
         lab::sweep(&w, &names, &limits, &cfg, threads, &done).map_err(|e| e.to_string())?;
     progress.finish();
     println!("{}", recorded_table(&w));
+    if !a.compressor.is_empty() {
+        println!("{}", compressor_table(&w, &a.compressor));
+    }
     println!("{}", outcome_table(&w, &outcomes));
     if let Some(o) = outcomes
         .iter()
@@ -162,6 +180,47 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// `names`, each protocol policy among them followed by its replay with
+/// each compressor (`uzswap/zstd:3`).
+fn with_compressors(names: &[String], compressors: &[compress::Algorithm]) -> Vec<String> {
+    names
+        .iter()
+        .flat_map(|n| {
+            let variants: Vec<String> = match n.starts_with(lab::protocol::NAME) && !n.contains('/')
+            {
+                true => compressors.iter().map(|c| format!("{n}/{c}")).collect(),
+                false => Vec::new(),
+            };
+            std::iter::once(n.clone()).chain(variants)
+        })
+        .collect()
+}
+
+/// Compressors on the run's sampled pages.
+fn compressor_table(w: &Workload, compressors: &[compress::Algorithm]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "compressor",
+        "pages\nsampled",
+        "compressed\n/ page bytes",
+        "over 90%\nof a page",
+        "compress\nMB/s",
+        "decompress\nMB/s",
+    ]);
+    for r in lab::compressors::compare(w, compressors) {
+        t.add_row([
+            Cell::new(r.compressor.to_string()),
+            right(r.samples),
+            right(format!("{:.3}", r.ratio)),
+            right(r.incompressible),
+            right(format!("{:.0}", r.compress_bytes_per_s / 1e6)),
+            right(format!("{:.0}", r.decompress_bytes_per_s / 1e6)),
+        ]);
+    }
+    t
 }
 
 fn right(s: impl ToString) -> Cell {
@@ -212,6 +271,13 @@ fn recorded_table(w: &Workload) -> Table {
             ),
         ),
         ("compressed bytes stored", human_size(r.stored_bytes)),
+        (
+            "pages sampled",
+            match &w.recorded_compressor {
+                Some(c) => format!("{} (lengths by {c})", w.samples.len()),
+                None => "none".into(),
+            },
+        ),
         ("aging passes", r.aging_passes.to_string()),
         ("records lost", r.lost.to_string()),
     ];

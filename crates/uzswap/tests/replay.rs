@@ -84,6 +84,24 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
         assert!(faults + evicted + lost >= counted.faults + counted.evicted_pages);
     }
 
+    // Page samples: real pages of the run, each with the length its
+    // compressor (the default, lz4) gave it when it was stored.
+    let samples: Vec<&trace::PageSample> = procs.iter().flat_map(|p| &p.samples).collect();
+    assert!(!samples.is_empty(), "no page sampled");
+    assert_eq!(parent.compressor.as_deref(), Some("lz4"));
+    let lz4 = compress::new_compressor(compress::Algorithm::Lz4, &compress::Backend::Sequential);
+    let mut dst = vec![0u8; 8192];
+    for s in &samples {
+        // A page that does not compress is stored whole.
+        let len = lz4.compress_page(&s.data, &mut dst).unwrap_or(4096);
+        assert_eq!(
+            len,
+            usize::from(s.compressed_len),
+            "sample at {:#x}",
+            s.addr
+        );
+    }
+
     let out = dir.join("replay.stats");
     let replay = Command::new(UZSWAP)
         .args(["--no-plot", "replay", "--sweep", "2", "--stats-out"])
@@ -107,6 +125,20 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
         (replayed as f64 - run_swapins).abs() <= 0.25 * run_swapins,
         "replayed {replayed} swap-ins against the run's {run_swapins}"
     );
+
+    // Compressors compared on those pages: a row each, and the protocol
+    // replayed storing them (every page read back checked).
+    let compared = Command::new(UZSWAP)
+        .args(["--no-plot", "replay", "--sweep", "0", "--policy", "uzswap"])
+        .args(["--compressor", "lz4,deflate:6"])
+        .arg(&trace_path)
+        .output()
+        .unwrap();
+    assert!(compared.status.success(), "{}", text(&compared.stderr));
+    let table = text(&compared.stdout);
+    for row in ["uzswap/lz4", "uzswap/deflate:6", "decompress"] {
+        assert!(table.contains(row), "{row} missing from\n{table}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

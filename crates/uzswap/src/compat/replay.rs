@@ -41,6 +41,11 @@ pub struct ReplayBenchArgs {
     /// replay, which has no file tier, follows evictions too.
     #[arg(long)]
     pub uncharged_pool: bool,
+    /// Compressors compared on each recorded program's sampled pages, and
+    /// replayed storing them at the recorded limit (comma-separated; empty
+    /// for none).
+    #[arg(long, value_delimiter = ',', default_value = "lz4,lzo-rle,zstd:3,deflate:6")]
+    pub compressors: Vec<compress::Algorithm>,
     #[command(flatten)]
     pub work: WorkArgs,
 }
@@ -64,6 +69,9 @@ struct Fidelity {
     /// Seed 002 on the recorded run: the protocol at the recorded limit
     /// under each readahead policy.
     readahead: Vec<lab::Outcome>,
+    /// Compressors on the run's sampled pages, and the protocol at the
+    /// recorded limit storing them with each.
+    compressors: Vec<(lab::compressors::CompressorRow, lab::Outcome)>,
     problem: Option<String>,
 }
 
@@ -121,6 +129,9 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
     }
     println!("{}", table(&results));
     println!("{}", readahead_table(&results));
+    if !a.compressors.is_empty() {
+        println!("{}", compressor_table(&results));
+    }
     Ok(results.iter().all(|r| r.problem.is_none()))
 }
 
@@ -139,6 +150,7 @@ impl Bench<'_> {
             sweep_replays: 0,
             sweep_s: 0.0,
             readahead: Vec::new(),
+            compressors: Vec::new(),
             problem: None,
         };
         if let Err(e) = self.measure(case, &mut f) {
@@ -234,6 +246,7 @@ impl Bench<'_> {
         let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
         f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|_| {})
             .map_err(|e| e.to_string())?;
+        f.compressors = compare_compressors(&w, &a.compressors, &config(a), threads)?;
         progress.step(&format!(
             "{}: sweep of {} replays",
             case.name,
@@ -243,6 +256,27 @@ impl Bench<'_> {
         work.remove_unless_kept_at(&input);
         Ok(())
     }
+}
+
+/// Each compressor on the samples of `w`, beside the protocol replayed at
+/// the recorded limit storing them with it (none without samples).
+fn compare_compressors(
+    w: &Workload,
+    compressors: &[compress::Algorithm],
+    cfg: &ProtocolConfig,
+    threads: usize,
+) -> Result<Vec<(lab::compressors::CompressorRow, lab::Outcome)>, String> {
+    let rows = lab::compressors::compare(w, compressors);
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<String> = compressors
+        .iter()
+        .map(|c| format!("{}/{c}", lab::protocol::NAME))
+        .collect();
+    let outcomes =
+        lab::sweep(w, &names, &[Limit::Recorded], cfg, threads, &|_| {}).map_err(|e| e.to_string())?;
+    Ok(rows.into_iter().zip(outcomes).collect())
 }
 
 /// The runs' settings as the replay follows them.
@@ -428,6 +462,43 @@ fn readahead_table(results: &[Fidelity]) -> Table {
                 right(o.file_reads),
                 right(format!("{ra} ({hit})")),
                 right(o.evicted_pages),
+            ]);
+        }
+    }
+    t
+}
+
+/// Compressors on each recorded program's own pages: per page (ratio,
+/// speed, on the samples) and as a pool (the protocol replayed at the
+/// recorded limit, storing the samples with each).
+fn compressor_table(results: &[Fidelity]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "program",
+        "compressor",
+        "pages\nsampled",
+        "compressed\n/ page bytes",
+        "compress\nMB/s",
+        "decompress\nMB/s",
+        "replayed: bytes\nstored",
+        "pool\npeak",
+        "swap-in\nfaults",
+        "read from\nthe file",
+    ]);
+    for r in results.iter().filter(|r| r.problem.is_none()) {
+        for (row, o) in &r.compressors {
+            t.add_row([
+                Cell::new(r.case),
+                Cell::new(row.compressor.to_string()),
+                right(row.samples),
+                right(format!("{:.3}", row.ratio)),
+                right(format!("{:.0}", row.compress_bytes_per_s / 1e6)),
+                right(format!("{:.0}", row.decompress_bytes_per_s / 1e6)),
+                right(human_size(o.stored_bytes)),
+                right(human_size(o.pool_peak_pages * 4096)),
+                right(o.swapin_faults),
+                right(o.file_reads),
             ]);
         }
     }

@@ -377,9 +377,12 @@ impl Env for RealEnv {
             })?,
             None => false,
         };
-        // Only eviction asks, for a clean run it then unmaps.
-        if let (true, Some(rec)) = (clean, &self.live().recorder) {
-            let pages = (len / PAGE) as u16;
+        Ok(clean)
+    }
+
+    fn evicting_clean(&self, addr: usize, pages: usize) {
+        if let Some(rec) = &self.live().recorder {
+            let pages = pages as u16;
             rec.push(trace::Event::Evict {
                 addr: addr as u64,
                 pages,
@@ -388,7 +391,6 @@ impl Env for RealEnv {
                 compressed_bytes: 0,
             });
         }
-        Ok(clean)
     }
 
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError> {

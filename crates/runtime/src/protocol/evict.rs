@@ -286,6 +286,7 @@ impl Evict {
     /// A clean run stores nothing: the slots it kept are its copy.
     fn keep_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
         let run = self.run();
+        cx.env.evicting_clean(run.addr(), run.n);
         let slots = (run.addr()..run.addr() + run.len())
             .step_by(PAGE)
             .filter_map(|a| self.kept.remove(&a))

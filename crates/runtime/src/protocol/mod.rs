@@ -583,6 +583,9 @@ pub trait Env {
     /// Stores the `pages` mapped, write-protected pages at `addr` (read in
     /// place); returns one slot per page. An error stores nothing.
     fn store_run(&self, addr: usize, pages: usize) -> Result<Vec<Slot>, StoreError>;
+    /// A clean run of `pages` pages at `addr` is evicted on the slots it
+    /// kept, storing nothing (the recorder's hook: nothing by default).
+    fn evicting_clean(&self, _addr: usize, _pages: usize) {}
     /// Reads the page at `slot` into `out` and frees it (own store), or
     /// copies it (inherited store). `neighbours`: other slots of the same
     /// store the caller also wants (fault-around and folio swap-in); those

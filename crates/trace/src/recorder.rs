@@ -59,9 +59,11 @@ impl Recorder {
     /// evicted pages are compressed with `compressor` (its name, as
     /// `compress::Algorithm` prints it).
     pub fn open(path: &Path, pid: u32, compressor: &str) -> std::io::Result<Recorder> {
+        // 0600 where it is made: it holds samples of the program's memory.
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .custom_flags(libc::O_CLOEXEC)
             .open(path)?;
         Ok(Recorder {

@@ -403,8 +403,10 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         return Err("--plot draws the limit found: give --max-slowdown (or no --limit)".into());
     }
     if let Some(path) = &settings.record {
-        // Made afresh: every process of the run appends its chunks.
-        std::fs::write(path, b"").map_err(|e| format!("--record {}: {e}", path.display()))?;
+        // Made afresh, readable by the user alone (it holds samples of
+        // the program's memory): every process of the run appends its
+        // chunks.
+        make_private_empty(path).map_err(|e| format!("--record {}: {e}", path.display()))?;
         if launch::outside::is_static_command(&a.command) {
             eprintln!(
                 "uzswap: --record: a statically linked program is paged from outside, which does not record; the trace will be empty"
@@ -920,4 +922,17 @@ mod tests {
         assert!(mode(&["--small-objects", "--no-small-objects"]).is_err());
         assert!(mode(&["--no-small-objects", "--small-objects-after", "1M"]).is_err());
     }
+}
+
+/// Creates `path` empty (or empties it) with mode 0600, whatever mode it
+/// had.
+fn make_private_empty(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{compile_c, run_report, text, UZSWAP};
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use trace::Event;
 
@@ -16,6 +17,10 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
     let plain = Command::new(&prog).output().unwrap();
     assert!(plain.status.success());
     let (trace_path, stats) = (dir.join("run.trace"), dir.join("run.stats"));
+    // A file left readable by others: the trace holds samples of the
+    // program's memory, so the run makes it the user's alone.
+    std::fs::write(&trace_path, b"an old trace").unwrap();
+    std::fs::set_permissions(&trace_path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let run = Command::new(UZSWAP)
         .args(["run", "--limit", "8M", "--record"])
         .arg(&trace_path)
@@ -38,6 +43,8 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
         "the limit must make the program swap"
     );
 
+    let mode = std::fs::metadata(&trace_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the trace is readable by others");
     let procs = trace::read_file(&trace_path).unwrap();
     assert_eq!(procs.len(), 2, "the program and its forked child");
     let (parent, child) = (&procs[0], &procs[1]);

@@ -44,7 +44,11 @@ pub struct ReplayBenchArgs {
     /// Compressors compared on each recorded program's sampled pages, and
     /// replayed storing them at the recorded limit (comma-separated; empty
     /// for none).
-    #[arg(long, value_delimiter = ',', default_value = "lz4,lzo-rle,zstd:3,deflate:6")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lz4,lzo-rle,zstd:3,deflate:6"
+    )]
     pub compressors: Vec<compress::Algorithm>,
     #[command(flatten)]
     pub work: WorkArgs,
@@ -274,8 +278,8 @@ fn compare_compressors(
         .iter()
         .map(|c| format!("{}/{c}", lab::protocol::NAME))
         .collect();
-    let outcomes =
-        lab::sweep(w, &names, &[Limit::Recorded], cfg, threads, &|_| {}).map_err(|e| e.to_string())?;
+    let outcomes = lab::sweep(w, &names, &[Limit::Recorded], cfg, threads, &|_| {})
+        .map_err(|e| e.to_string())?;
     Ok(rows.into_iter().zip(outcomes).collect())
 }
 

@@ -142,9 +142,10 @@ pub struct RuntimeArgs {
     /// limit by default), instead of following refaults
     #[arg(long)]
     pub fixed_pool_split: bool,
-    /// Record what paging sees (faults, evictions, regions, the limit) to
-    /// this file, for `uzswap replay` (made afresh; every process of the
-    /// run appends to it)
+    /// Record what paging sees (faults, evictions, regions, the limit, and
+    /// samples of evicted pages' contents) to this file, for `uzswap
+    /// replay` (made afresh, mode 0600; every process of the run appends
+    /// to it)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
 }

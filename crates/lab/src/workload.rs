@@ -110,6 +110,10 @@ pub struct Recorded {
     pub aging_passes: u64,
     /// Records the recorder dropped (a full queue).
     pub lost: u64,
+    /// Processes paged from outside (statically linked): the run's pager
+    /// was the out-of-process one, whose design the protocol's replay is
+    /// not.
+    pub paged_from_outside: usize,
 }
 
 impl Recorded {
@@ -267,6 +271,7 @@ impl Builder {
                     r.stored_bytes += u64::from(compressed_bytes);
                 }
                 Event::Aged => r.aging_passes += 1,
+                Event::PagedFromOutside => r.paged_from_outside += 1,
                 Event::Lost { count } => r.lost += u64::from(count),
                 _ => {}
             }
@@ -406,7 +411,8 @@ impl Builder {
             Event::Evict { .. }
             | Event::Forked { .. }
             | Event::Lost { .. }
-            | Event::Sizes { .. } => return false,
+            | Event::Sizes { .. }
+            | Event::PagedFromOutside => return false,
         };
         self.w.steps.push(step);
         true

@@ -175,6 +175,7 @@ fn pager_config(
         shared_limit_file,
         charge_pool: settings.charge_pool,
         user_mode_only: settings.user_mode_only,
+        record_file: settings.record.clone(),
     }
 }
 

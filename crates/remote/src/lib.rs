@@ -40,6 +40,9 @@
 //!   registered as it is (populated pages adopted). [`Pager::release`]
 //!   gives every page back and closes the userfaultfd, leaving the
 //!   process as it was.
+//! * **Recording** (`--record`, `pager/record.rs`): the pager writes the
+//!   design lab's trace (`trace` crate) of what it sees: registered
+//!   ranges as regions, faults, evictions with page samples, the limit.
 //!
 //! ## Invariants
 //!

@@ -76,6 +76,10 @@ pub enum Event {
     /// An aging pass write-protected the resident pages (write tracking):
     /// a write to one of them is a [`Event::WpFault`] from now on.
     Aged,
+    /// This process is paged from outside (a statically linked program:
+    /// the out-of-process pager, not the runtime, recorded it). Its first
+    /// record.
+    PagedFromOutside,
 }
 
 /// [`Event::Sizes`]: a zero-filled page (nothing stored but a bit).
@@ -162,6 +166,7 @@ impl Record {
             Event::Forked { parent } => (9, pair(parent, 0)),
             Event::Lost { count } => (10, pair(count, 0)),
             Event::Aged => (12, 0),
+            Event::PagedFromOutside => (13, 0),
             Event::Sizes { addr, sizes } => {
                 return [addr | 11, pack4(&sizes[..4]), pack4(&sizes[4..])];
             }
@@ -203,6 +208,7 @@ impl Record {
             9 => Event::Forked { parent: a },
             10 => Event::Lost { count: a },
             12 => Event::Aged,
+            13 => Event::PagedFromOutside,
             11 => {
                 let mut sizes = [0u16; 8];
                 unpack4(w[1], &mut sizes[..4]);
@@ -282,6 +288,7 @@ mod tests {
             any::<u32>().prop_map(|parent| Event::Forked { parent }),
             any::<u32>().prop_map(|count| Event::Lost { count }),
             Just(Event::Aged),
+            Just(Event::PagedFromOutside),
             ((0u64..1 << 35).prop_map(|p| p << 12), any::<[u16; 8]>())
                 .prop_map(|(addr, sizes)| Event::Sizes { addr, sizes }),
         ]

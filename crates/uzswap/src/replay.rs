@@ -78,7 +78,7 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
     let w = Workload::from_trace(&procs);
     if w.accesses() == 0 {
         return Err(format!(
-            "{}: no fault recorded (was the program paged? a statically linked one is not recorded)",
+            "{}: no fault recorded (was the program paged? memory is paged once it nears the limit)",
             a.trace.display()
         ));
     }
@@ -332,8 +332,12 @@ fn fidelity(w: &Workload, o: &Outcome) -> String {
         0 => "n/a".to_string(),
         n => format!("{:+.1}%", (replayed as f64 - n as f64) * 100.0 / n as f64),
     };
+    let outside = match r.paged_from_outside {
+        0 => "",
+        _ => "; the run was paged from outside (a statically linked program), whose pager is not the runtime replayed here: the replay is what uzswap's in-process design would do, not a prediction of that run",
+    };
     format!(
-        "fidelity (uzswap replayed at the recorded limit against the run): swap-ins {} vs {} ({}), evicted pages {} vs {} ({})",
+        "fidelity (uzswap replayed at the recorded limit against the run): swap-ins {} vs {} ({}), evicted pages {} vs {} ({}){outside}",
         o.swapin_faults,
         r.swapin_faults,
         off(o.swapin_faults, r.swapin_faults),

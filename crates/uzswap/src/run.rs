@@ -408,11 +408,6 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         // the program's memory): every process of the run appends its
         // chunks.
         make_private_empty(path).map_err(|e| format!("--record {}: {e}", path.display()))?;
-        if launch::outside::is_static_command(&a.command) {
-            eprintln!(
-                "uzswap: --record: a statically linked program is paged from outside, which does not record; the trace will be empty"
-            );
-        }
     }
     if !a.quiet {
         let limit = match job.max_slowdown {
@@ -659,6 +654,19 @@ fn process_age(pid: u32) -> Option<std::time::Duration> {
     // SAFETY: sysconf reads a constant of the system.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     (hz > 0).then(|| std::time::Duration::from_secs_f64((uptime - ticks / hz as f64).max(0.0)))
+}
+
+/// Creates `path` empty (or empties it) with mode 0600, whatever mode it
+/// had.
+pub(crate) fn make_private_empty(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
 }
 
 #[cfg(test)]
@@ -923,17 +931,4 @@ mod tests {
         assert!(mode(&["--small-objects", "--no-small-objects"]).is_err());
         assert!(mode(&["--no-small-objects", "--small-objects-after", "1M"]).is_err());
     }
-}
-
-/// Creates `path` empty (or empties it) with mode 0600, whatever mode it
-/// had.
-fn make_private_empty(path: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
 }

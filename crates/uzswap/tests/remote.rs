@@ -123,6 +123,78 @@ fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--record` of a static program: the out-of-process pager writes the
+/// trace (its first record says so), every fault and evicted page it
+/// counted is in it with page samples, and `uzswap replay` reads it.
+#[test]
+fn a_static_program_is_recorded_from_outside() {
+    let dir = tempdir("record");
+    let bin = compile_static("staticcheck", &dir);
+    let plain = Command::new(&bin).args(["32", "4"]).output().unwrap();
+    assert!(plain.status.success());
+    let (trace_path, stats) = (dir.join("run.trace"), dir.join("run.stats"));
+    let out = Command::new(UZSWAP)
+        .args(["run", "--limit", "8M", "--swapfile-dir"])
+        .arg(&dir)
+        .arg("--record")
+        .arg(&trace_path)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--")
+        .arg(&bin)
+        .args(["32", "4"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, text(&plain.stdout), "{stderr}");
+    let counted = run_report(&stats).total.runtime;
+    assert!(counted.evicted_pages > 2048, "{counted:?}");
+    let procs = trace::read_file(&trace_path).unwrap();
+    assert_eq!(
+        procs.len(),
+        1,
+        "the program (its forked child is the kernel's)"
+    );
+    let p = &procs[0];
+    assert_eq!(p.records[0].event, trace::Event::PagedFromOutside);
+    let (mut faults, mut evicted, mut maps) = (0u64, 0u64, 0u64);
+    for r in &p.records {
+        match r.event {
+            trace::Event::Fault { .. } => faults += 1,
+            trace::Event::Evict { pages, .. } => evicted += u64::from(pages),
+            trace::Event::Map { .. } => maps += 1,
+            _ => {}
+        }
+    }
+    assert!(maps > 0, "no region recorded");
+    // Faults include the pages found populated when memory was
+    // registered, recorded as first touches.
+    assert!(
+        faults >= counted.faults,
+        "{faults} faults recorded, {} counted",
+        counted.faults
+    );
+    assert!(
+        evicted >= counted.evicted_pages,
+        "{evicted} evicted pages recorded, {} counted",
+        counted.evicted_pages
+    );
+    assert!(!p.samples.is_empty(), "no page sampled");
+    let replay = Command::new(UZSWAP)
+        .args(["--no-plot", "replay", "--sweep", "0", "--policy", "uzswap"])
+        .arg(&trace_path)
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert!(
+        text(&replay.stdout).contains("paged from outside"),
+        "{}",
+        text(&replay.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_static_program_that_exits_at_once_is_not_reported_unpaged() {
     let dir = tempdir("exitnow");

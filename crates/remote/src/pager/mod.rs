@@ -27,18 +27,20 @@
 //! of its own; the target's threads meet it only through the kernel's
 //! userfaultfd, whose ordering the argument above relies on.
 
+mod record;
 mod syscalls;
 
 use crate::inject::{find_syscall_insn, InjectError, Tracee};
 use crate::mem::{self, Pagemap};
 use crate::uffd;
 use common::PAGE_SIZE;
+use record::RecordedFault;
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use userfaultfd::{Event, FaultKind, Uffd};
+use userfaultfd::{Event, FaultKind, ReadWrite, Uffd};
 use zswap::Swap;
 
 /// Pages evicted together (one protection, one read, one store and one
@@ -71,6 +73,8 @@ pub struct PagerConfig {
     /// A user-mode-only userfaultfd and the syscall guard even where one
     /// that handles kernel faults could be opened (`--user-mode-only`).
     pub user_mode_only: bool,
+    /// Record what the pager sees to this trace (`uzswap run --record`).
+    pub record_file: Option<std::path::PathBuf>,
 }
 
 /// Whether `fd` is readable now.
@@ -269,6 +273,9 @@ pub struct Pager {
     guard_wanted: bool,
     /// The syscall guard, once installed.
     guard: Option<syscalls::SyscallGuard>,
+    /// The trace (`--record`), and the limit it last recorded.
+    recorder: Option<trace::Recorder>,
+    recorded_limit: Option<usize>,
 }
 
 fn pages_of(bytes: usize) -> usize {
@@ -281,6 +288,15 @@ impl Pager {
     pub fn new(pid: i32, uffd: Uffd, config: &PagerConfig) -> Result<Self, PagerError> {
         let shared = match &config.shared_limit_file {
             Some(path) => Some(runtime::SharedLimit::open(path)?),
+            None => None,
+        };
+        let recorder = match &config.record_file {
+            Some(path) => {
+                let rec =
+                    trace::Recorder::open(path, pid as u32, &config.swap.compressor.to_string())?;
+                rec.push(trace::Event::PagedFromOutside);
+                Some(rec)
+            }
             None => None,
         };
         Ok(Pager {
@@ -311,6 +327,8 @@ impl Pager {
             fatal: None,
             guard_wanted: false,
             guard: None,
+            recorder,
+            recorded_limit: None,
         })
     }
 
@@ -335,6 +353,7 @@ impl Pager {
         let mut last_event = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) {
+                self.drain_trace(true);
                 return Ok(Ended::Stopped);
             }
             let mut fds = [
@@ -364,6 +383,7 @@ impl Pager {
             // SAFETY: three pollfds in a local array.
             unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
             if fds[1].revents != 0 {
+                self.drain_trace(true);
                 return self.fatal.take().map_or(Ok(Ended::Exited), Err);
             }
             if fds[0].revents != 0 || fds[2].revents != 0 {
@@ -377,6 +397,7 @@ impl Pager {
             if last_scan.elapsed() >= MAPS_INTERVAL {
                 last_scan = Instant::now();
                 self.scan_maps()?;
+                self.drain_trace(false);
             }
             let pid = self.pid;
             self.lingering
@@ -454,6 +475,7 @@ impl Pager {
         }
         self.published_stall_ns = self.stats.stall_ns;
         self.stats.limit_pages = self.limit_pages() as u64;
+        self.record_limit(self.limit_pages());
         self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
         if let Some(s) = &self.shared {
             s.publish(self.charge());
@@ -554,14 +576,32 @@ impl Pager {
                 kind: FaultKind::Missing,
                 addr,
                 thread_id,
-                ..
-            } => self.missing(addr as usize & !(PAGE_SIZE - 1), Some(thread_id.as_raw())),
+                rw,
+            } => {
+                let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
+                let first_touch = self.finds_nothing_stored(addr);
+                let t = Instant::now();
+                let r = self.missing(addr, Some(tid));
+                let fault = RecordedFault::Missing {
+                    write: rw == ReadWrite::Write,
+                    first_touch,
+                };
+                self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                r
+            }
             Event::Pagefault {
                 kind: FaultKind::WriteProtected,
                 addr,
                 thread_id,
                 ..
-            } => self.write_fault(addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw()),
+            } => {
+                let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
+                let t = Instant::now();
+                let r = self.write_fault(addr, tid);
+                let fault = RecordedFault::WriteProtect;
+                self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                r
+            }
             Event::Fork { uffd } => self.fork(uffd),
             Event::Remap { from, to, len } => {
                 self.remap(from as usize, to as usize, len);
@@ -579,12 +619,16 @@ impl Pager {
                     // spans): its pages stay stored.
                 } else {
                     self.forget_range(s, e);
+                    self.record_discarded(s, e);
                 }
                 Ok(())
             }
             Event::Unmap { start, end } => {
                 let (s, e) = (start as usize, end as usize);
                 self.forget_range(s, e);
+                for (rs, re) in self.registered_within(s, e) {
+                    self.record_discarded(rs, re);
+                }
                 self.registered = subtract(&self.registered, s, e);
                 self.unmapped(s, e);
                 Ok(())
@@ -859,6 +903,15 @@ impl Pager {
         self.registered = subtract(&self.registered, from, from + len);
         // The moved range stays registered where it lands.
         self.registered = add(&self.registered, to, to + len);
+        if self.recorder.is_some() {
+            let resident: Vec<usize> = self
+                .pages
+                .range(to..to + len)
+                .filter(|(_, p)| matches!(p, Page::Resident))
+                .map(|(&a, _)| a)
+                .collect();
+            self.record_moved(from, to, len, &resident);
+        }
     }
 
     fn in_registered(&self, addr: usize) -> bool {
@@ -939,13 +992,16 @@ impl Pager {
             self.stats.ranges_registered += 1;
             self.registered = add(&self.registered, s, e);
             let populated = self.pagemap.populated(s, (e - s) / PAGE_SIZE)?;
+            let mut adopted = Vec::new();
             for (i, p) in populated.into_iter().enumerate() {
                 let addr = s + i * PAGE_SIZE;
                 if p && !self.pages.contains_key(&addr) {
                     self.stats.adopted_pages += 1;
                     self.set_resident(addr);
+                    adopted.push(addr);
                 }
             }
+            self.record_registered(s, e, &adopted);
         }
         Ok(())
     }
@@ -955,6 +1011,9 @@ impl Pager {
     /// new one, which is then paged as from the start.
     fn reopen_after_exec(&mut self) -> Result<(), PagerError> {
         self.stats.execs += 1;
+        for (s, e) in self.registered.clone() {
+            self.record_discarded(s, e);
+        }
         let old: Vec<usize> = self.pages.keys().copied().collect();
         for addr in old {
             self.forget(addr);
@@ -1109,9 +1168,13 @@ impl Pager {
         }
         // 2. Read and 3. store, run by run.
         let mut stored = Vec::new();
+        let mut reports = Vec::new();
         for (s, pages) in protected {
             match self.store_run(s, pages) {
-                Ok(slots) => stored.push((s, pages, slots)),
+                Ok((slots, report)) => {
+                    stored.push((s, pages, slots));
+                    reports.push(report);
+                }
                 Err(_) => {
                     self.undo(&[(s, pages)], true);
                     left_out.extend((0..pages).map(|i| s + i * PAGE_SIZE));
@@ -1155,7 +1218,10 @@ impl Pager {
         }
         self.stats.injection_ns += t.elapsed().as_nanos() as u64;
         let mut evicted = 0;
-        for ((s, pages, slots), ok) in stored.into_iter().zip(discarded) {
+        for (((s, pages, slots), ok), report) in stored.into_iter().zip(discarded).zip(reports) {
+            if ok {
+                self.record_evicted(s, &report);
+            }
             for (i, slot) in slots.into_iter().enumerate() {
                 let addr = s + i * PAGE_SIZE;
                 if self.pages.get(&addr) != Some(&Page::Evicting(slot)) {
@@ -1188,8 +1254,13 @@ impl Pager {
         Ok(evicted)
     }
 
-    /// Reads a protected run and stores it; returns its slots.
-    fn store_run(&mut self, s: usize, pages: usize) -> Result<Vec<u64>, PagerError> {
+    /// Reads a protected run and stores it; returns its slots and the
+    /// store's report.
+    fn store_run(
+        &mut self,
+        s: usize,
+        pages: usize,
+    ) -> Result<(Vec<u64>, zswap::SwapOutReport), PagerError> {
         // A page the kernel does not have would make the read fault into
         // this very userfaultfd: only populated pages are read.
         if self.pagemap.populated(s, pages)?.iter().any(|p| !p) {
@@ -1203,13 +1274,18 @@ impl Pager {
         mem::read(self.pid, s, &mut buf)?;
         let slots = self.swap.alloc_slots(pages)?;
         let chunks: Vec<&[u8]> = buf.chunks_exact(PAGE_SIZE).collect();
-        if let Err(e) = self.swap.swap_out(&chunks, &slots) {
-            for &slot in &slots {
-                let _ = self.swap.free(slot);
+        match self.swap.swap_out(&chunks, &slots) {
+            Ok(report) => {
+                self.record_samples(s, &chunks, &report.page_sizes);
+                Ok((slots, report))
             }
-            return Err(e.into());
+            Err(e) => {
+                for &slot in &slots {
+                    let _ = self.swap.free(slot);
+                }
+                Err(e.into())
+            }
         }
-        Ok(slots)
     }
 
     /// Puts runs back as resident (unprotecting them if `protected`).

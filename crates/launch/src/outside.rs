@@ -41,6 +41,8 @@ pub fn report_of(pid: u32, limit_bytes: usize, pager: &remote::Pager) -> Process
         faults: p.faults,
         zero_faults: p.zero_faults,
         swapin_faults: p.swapin_faults,
+        folio_swapins: p.folio_swapins,
+        around_pages: p.around_pages,
         evicted_pages: p.evicted_pages,
         evict_failures: p.evict_failures,
         stall_ns: p.stall_ns,

@@ -40,6 +40,9 @@
 //!   registered as it is (populated pages adopted). [`Pager::release`]
 //!   gives every page back and closes the userfaultfd, leaving the
 //!   process as it was.
+//! * **Folio swap-in** (`pager/folio.rs`): a swap-in fault that streams
+//!   (the runtime's `FolioSwapin` rule) brings the stored pages around it
+//!   in its 64K folio with one `UFFDIO_COPY`; a random one takes its page.
 //! * **Recording** (`--record`, `pager/record.rs`): the pager writes the
 //!   design lab's trace (`trace` crate) of what it sees: registered
 //!   ranges as regions, faults, evictions with page samples, the limit.

@@ -110,6 +110,12 @@ fn a_static_program_is_paged_from_outside_and_reads_back_every_page() {
             "{:?}",
             r.total.runtime
         );
+        // Its sequential reads of the buffer stream: folios come back whole.
+        assert!(
+            r.total.runtime.folio_swapins > 0 && r.total.runtime.around_pages > 0,
+            "{:?}",
+            r.total.runtime
+        );
         if i == 1 {
             // Its system calls were held by the guard's filter.
             let traps = r.total.guard.map_or(0, |g| g.traps);

@@ -27,6 +27,7 @@
 //! of its own; the target's threads meet it only through the kernel's
 //! userfaultfd, whose ordering the argument above relies on.
 
+mod folio;
 mod record;
 mod syscalls;
 
@@ -113,6 +114,11 @@ pub struct PagerStats {
     pub zero_faults: u64,
     /// Of them, swap-ins.
     pub swapin_faults: u64,
+    /// Of the swap-ins, those that brought their folio's stored pages
+    /// along (`pager/folio.rs`), and the pages they brought beside their
+    /// own.
+    pub folio_swapins: u64,
+    pub around_pages: u64,
     /// Write-protect faults (a write during an eviction).
     pub wp_faults: u64,
     /// Pages evicted.
@@ -276,6 +282,8 @@ pub struct Pager {
     /// The trace (`--record`), and the limit it last recorded.
     recorder: Option<trace::Recorder>,
     recorded_limit: Option<usize>,
+    /// Which swap-in faults stream (and bring their folio).
+    folio: runtime::FolioSwapin,
 }
 
 fn pages_of(bytes: usize) -> usize {
@@ -329,6 +337,7 @@ impl Pager {
             guard: None,
             recorder,
             recorded_limit: None,
+            folio: runtime::FolioSwapin::new(folio::FOLIO_PAGES),
         })
     }
 
@@ -664,57 +673,18 @@ impl Pager {
             self.in_flight.pulled.push(addr);
         }
         match self.pages.get(&addr).copied() {
-            Some(state @ (Page::Stored(_) | Page::Evicting(_) | Page::Held)) => {
+            Some(Page::Stored(_)) if tid.is_some() => {
                 let t = Instant::now();
-                let mut page = match state {
-                    Page::Held => self.held.remove(&addr).ok_or(PagerError::Kernel {
-                        op: "held page missing",
-                        addr,
-                        errno: 0,
-                    })?,
-                    Page::Stored(slot) | Page::Evicting(slot) => {
-                        let mut page = vec![0u8; PAGE_SIZE];
-                        self.swap.swap_in(slot, &mut page)?;
-                        if let Page::Evicting(_) = state {
-                            // Still counted resident: its discard (which
-                            // this fault proves done) was not accounted yet.
-                            self.stats.resident_pages -= 1;
-                        }
-                        self.stats.swapin_faults += 1;
-                        page
-                    }
-                    Page::Resident => unreachable!("matched above"),
-                };
-                match uffd::copy(&self.uffd, &page, addr) {
-                    Ok(()) | Err(libc::EEXIST) => {}
-                    // The target's mappings are changing (a remove, unmap,
-                    // remap or fork event is queued behind this fault): the
-                    // bytes are held here, the thread waits until the event
-                    // is read, then this fault is served again.
-                    Err(libc::EAGAIN) => {
-                        page.truncate(PAGE_SIZE);
-                        self.held.insert(addr, page);
-                        self.pages.insert(addr, Page::Held);
-                        self.retry.push(addr);
-                        return Ok(());
-                    }
-                    // Unmapped meanwhile (its event not read yet): the
-                    // bytes go with the mapping.
-                    Err(libc::ENOENT) => {
-                        self.pages.remove(&addr);
-                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
-                        return Ok(());
-                    }
-                    Err(errno) => {
-                        return Err(PagerError::Kernel {
-                            op: "UFFDIO_COPY",
-                            addr,
-                            errno,
-                        })
-                    }
+                match self.folio_to_bring(addr) {
+                    Some((lo, hi)) => self.swap_in_folio(addr, lo, hi)?,
+                    None => self.swap_in_one(addr)?,
                 }
-                self.pages.remove(&addr);
-                self.set_resident(addr);
+                self.stats.stall_ns += t.elapsed().as_nanos() as u64;
+                Ok(())
+            }
+            Some(Page::Stored(_) | Page::Evicting(_) | Page::Held) => {
+                let t = Instant::now();
+                self.swap_in_one(addr)?;
                 self.stats.stall_ns += t.elapsed().as_nanos() as u64;
                 Ok(())
             }
@@ -770,6 +740,88 @@ impl Pager {
                 Ok(())
             }
         }
+    }
+
+    /// Brings back the one page at `addr` (stored, evicting, or held after
+    /// a refused copy).
+    fn swap_in_one(&mut self, addr: usize) -> Result<(), PagerError> {
+        let no_copy = PagerError::Kernel {
+            op: "swap-in of a page with no stored copy",
+            addr,
+            errno: 0,
+        };
+        let page = match self.pages.get(&addr).copied().ok_or(no_copy)? {
+            Page::Held => self.held.remove(&addr).ok_or(PagerError::Kernel {
+                op: "held page missing",
+                addr,
+                errno: 0,
+            })?,
+            state @ (Page::Stored(slot) | Page::Evicting(slot)) => {
+                let mut page = vec![0u8; PAGE_SIZE];
+                self.swap.swap_in(slot, &mut page)?;
+                if let Page::Evicting(_) = state {
+                    // Still counted resident: its discard (which this
+                    // fault proves done) was not accounted yet.
+                    self.stats.resident_pages -= 1;
+                }
+                self.stats.swapin_faults += 1;
+                page
+            }
+            Page::Resident => {
+                return Err(PagerError::Kernel {
+                    op: "swap-in of a resident page",
+                    addr,
+                    errno: 0,
+                })
+            }
+        };
+        self.map_swapped_in(addr, page, true)
+    }
+
+    /// Maps `page`, swapped in for `addr` (the faulting page if
+    /// `faulting`: one refused for now is retried; a neighbour is held
+    /// until it faults itself).
+    fn map_swapped_in(
+        &mut self,
+        addr: usize,
+        mut page: Vec<u8>,
+        faulting: bool,
+    ) -> Result<(), PagerError> {
+        match uffd::copy(&self.uffd, &page, addr) {
+            Ok(()) | Err(libc::EEXIST) => {}
+            // The target's mappings are changing (a remove, unmap, remap
+            // or fork event is queued behind this fault): the bytes are
+            // held here, the thread waits until the event is read, then
+            // this fault is served again.
+            Err(libc::EAGAIN) => {
+                page.truncate(PAGE_SIZE);
+                self.held.insert(addr, page);
+                self.pages.insert(addr, Page::Held);
+                if faulting {
+                    self.retry.push(addr);
+                }
+                return Ok(());
+            }
+            // Unmapped meanwhile (its event not read yet): the bytes go
+            // with the mapping.
+            Err(libc::ENOENT) => {
+                self.pages.remove(&addr);
+                if faulting {
+                    let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                }
+                return Ok(());
+            }
+            Err(errno) => {
+                return Err(PagerError::Kernel {
+                    op: "UFFDIO_COPY",
+                    addr,
+                    errno,
+                })
+            }
+        }
+        self.pages.remove(&addr);
+        self.set_resident(addr);
+        Ok(())
     }
 
     /// A write-protect fault: a write to a page of the batch being

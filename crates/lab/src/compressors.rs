@@ -27,6 +27,41 @@ pub struct CompressorRow {
     pub decompress_bytes_per_s: f64,
 }
 
+impl CompressorRow {
+    /// Seconds to compress one page, and to decompress one.
+    pub fn compress_s_per_page(&self) -> f64 {
+        PAGE as f64 / self.compress_bytes_per_s
+    }
+
+    pub fn decompress_s_per_page(&self) -> f64 {
+        PAGE as f64 / self.decompress_bytes_per_s
+    }
+}
+
+/// What a compressor changes in a replay's time, from its per-page costs
+/// on the samples: `uzswap/COMPRESSOR` replays' pool loads are on the
+/// program's fault path (each costs this compressor's decompression
+/// instead of the recorded one's, which the run's measured swap-in cost
+/// holds), its stores are the reclaimer's (beside the program: CPU, not
+/// the program's time).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompressorCost {
+    /// Seconds added to (or taken from) the predicted time.
+    pub fault_path_s: f64,
+    /// CPU seconds compressing and decompressing over the replay.
+    pub cpu_s: f64,
+}
+
+/// The cost of `used`'s compressor in replay `o`, against `recorded`'s
+/// (the run's compressor, measured on the same samples).
+pub fn cost(o: &crate::Outcome, used: &CompressorRow, recorded: &CompressorRow) -> CompressorCost {
+    let loads = o.store.as_ref().map_or(0, |s| s.zswpin) as f64;
+    CompressorCost {
+        fault_path_s: loads * (used.decompress_s_per_page() - recorded.decompress_s_per_page()),
+        cpu_s: o.zswpout as f64 * used.compress_s_per_page() + loads * used.decompress_s_per_page(),
+    }
+}
+
 /// A page compressed to more than this share of itself saves too little
 /// to keep compressed.
 pub const INCOMPRESSIBLE: f64 = 0.9;
@@ -89,4 +124,46 @@ fn timed(mut pass: impl FnMut()) -> f64 {
         passes += 1;
     }
     started.elapsed().as_secs_f64() / f64::from(passes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(
+        compressor: Algorithm,
+        compress_pages_per_s: f64,
+        decompress_pages_per_s: f64,
+    ) -> CompressorRow {
+        CompressorRow {
+            compressor,
+            samples: 1,
+            ratio: 0.5,
+            incompressible: 0,
+            compress_bytes_per_s: compress_pages_per_s * PAGE as f64,
+            decompress_bytes_per_s: decompress_pages_per_s * PAGE as f64,
+        }
+    }
+
+    #[test]
+    fn a_slower_decompressor_costs_the_fault_path_per_pool_load_and_compression_is_cpu() {
+        let mut o = crate::Outcome::new("uzswap/zstd:3".into(), crate::Limit::Recorded);
+        o.zswpout = 2_000;
+        o.store = Some(zswap::Stats {
+            zswpin: 1_000,
+            ..Default::default()
+        });
+        // The run's: 1 µs a page decompressed; the other 3 µs, and 10 µs a
+        // page compressed.
+        let recorded = row(Algorithm::Lz4, 1e6, 1e6);
+        let used = row(Algorithm::Zstd(3), 1e5, 1e6 / 3.0);
+        let c = cost(&o, &used, &recorded);
+        assert!((c.fault_path_s - 1_000.0 * 2e-6).abs() < 1e-9, "{c:?}");
+        assert!(
+            (c.cpu_s - (2_000.0 * 1e-5 + 1_000.0 * 3e-6)).abs() < 1e-9,
+            "{c:?}"
+        );
+        // The run's own compressor changes nothing on the fault path.
+        assert_eq!(cost(&o, &recorded, &recorded).fault_path_s, 0.0);
+    }
 }

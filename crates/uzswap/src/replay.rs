@@ -149,10 +149,11 @@ pub fn replay(a: &ReplayArgs) -> Result<(), String> {
         lab::sweep(&w, &names, &limits, &cfg, threads, &done).map_err(|e| e.to_string())?;
     progress.finish();
     println!("{}", recorded_table(&w));
-    if !a.compressor.is_empty() {
-        println!("{}", compressor_table(&w, &a.compressor));
+    let compared = compare_compressors(&w, &a.compressor);
+    if !compared.is_empty() {
+        println!("{}", compressor_table(&w, &compared));
     }
-    println!("{}", outcome_table(&w, &outcomes));
+    println!("{}", outcome_table(&w, &outcomes, &compared));
     if let Some(o) = outcomes
         .iter()
         .find(|o| o.limit == Limit::Recorded && o.policy == lab::protocol::NAME)
@@ -198,8 +199,31 @@ fn with_compressors(names: &[String], compressors: &[compress::Algorithm]) -> Ve
         .collect()
 }
 
+/// The compressors asked for, and the run's own, on its sampled pages
+/// (none if none was asked for).
+fn compare_compressors(
+    w: &Workload,
+    asked: &[compress::Algorithm],
+) -> Vec<lab::compressors::CompressorRow> {
+    if asked.is_empty() {
+        return Vec::new();
+    }
+    let mut all = asked.to_vec();
+    if let Some(own) = recorded_compressor(w) {
+        if !all.contains(&own) {
+            all.push(own);
+        }
+    }
+    lab::compressors::compare(w, &all)
+}
+
+fn recorded_compressor(w: &Workload) -> Option<compress::Algorithm> {
+    w.recorded_compressor.as_deref()?.parse().ok()
+}
+
 /// Compressors on the run's sampled pages.
-fn compressor_table(w: &Workload, compressors: &[compress::Algorithm]) -> Table {
+fn compressor_table(w: &Workload, rows: &[lab::compressors::CompressorRow]) -> Table {
+    let own = recorded_compressor(w);
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header([
@@ -210,9 +234,13 @@ fn compressor_table(w: &Workload, compressors: &[compress::Algorithm]) -> Table 
         "compress\nMB/s",
         "decompress\nMB/s",
     ]);
-    for r in lab::compressors::compare(w, compressors) {
+    for r in rows {
+        let name = match Some(r.compressor) == own {
+            true => format!("{} (the run's)", r.compressor),
+            false => r.compressor.to_string(),
+        };
         t.add_row([
-            Cell::new(r.compressor.to_string()),
+            Cell::new(name),
             right(r.samples),
             right(format!("{:.3}", r.ratio)),
             right(r.incompressible),
@@ -221,6 +249,19 @@ fn compressor_table(w: &Workload, compressors: &[compress::Algorithm]) -> Table 
         ]);
     }
     t
+}
+
+/// What the compressor of `o` (a `uzswap/COMPRESSOR` replay) costs against
+/// the run's, from `rows`.
+fn compressor_cost(
+    w: &Workload,
+    o: &Outcome,
+    rows: &[lab::compressors::CompressorRow],
+) -> Option<lab::compressors::CompressorCost> {
+    let used: compress::Algorithm = o.policy.split_once('/')?.1.parse().ok()?;
+    let own = recorded_compressor(w)?;
+    let row = |c| rows.iter().find(|r| r.compressor == c);
+    Some(lab::compressors::cost(o, row(used)?, row(own)?))
 }
 
 fn right(s: impl ToString) -> Cell {
@@ -287,10 +328,14 @@ fn recorded_table(w: &Workload) -> Table {
     t
 }
 
-fn outcome_table(w: &Workload, outcomes: &[Outcome]) -> Table {
+fn outcome_table(
+    w: &Workload,
+    outcomes: &[Outcome],
+    compared: &[lab::compressors::CompressorRow],
+) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
+    let mut header = vec![
         "limit",
         "policy",
         "pages in\n(opt bounds it)",
@@ -302,13 +347,19 @@ fn outcome_table(w: &Workload, outcomes: &[Outcome]) -> Table {
         "pool\npeak",
         "predicted\ntime",
         "replay",
-    ]);
+    ];
+    if !compared.is_empty() {
+        header.push("compression\nCPU");
+    }
+    t.set_header(header);
     for o in outcomes {
+        let cost = compressor_cost(w, o, compared);
         let file = match o.store {
             Some(_) => format!("{} / {}", o.written_back, o.file_reads),
             None => "-".into(),
         };
-        t.add_row([
+        let predicted = o.predicted_s(&w.recorded) + cost.map_or(0.0, |c| c.fault_path_s);
+        let mut row = vec![
             Cell::new(o.limit.describe()),
             Cell::new(&o.policy),
             right(o.pages_in),
@@ -318,9 +369,15 @@ fn outcome_table(w: &Workload, outcomes: &[Outcome]) -> Table {
             right(o.first_touches),
             right(o.wp_faults),
             right(mib(o.pool_peak_pages)),
-            right(format!("{:.2} s", o.predicted_s(&w.recorded))),
+            right(format!("{predicted:.2} s")),
             right(format!("{:.2} s", o.seconds)),
-        ]);
+        ];
+        if !compared.is_empty() {
+            row.push(right(
+                cost.map_or("-".into(), |c| format!("{:.2} s", c.cpu_s)),
+            ));
+        }
+        t.add_row(row);
     }
     t
 }

@@ -124,8 +124,11 @@ impl Pager {
     }
 
     /// Records a fault at `page` whose service began at `began` (from
-    /// [`Pager::trace_clock`]): a write-protect fault if `wp`. Lock-free,
-    /// allocation-free: in-thread faults call it in their SIGBUS handler.
+    /// [`Pager::trace_clock`]): a write-protect fault if `wp`. No
+    /// allocation, and no lock but the state lock (to see whether a
+    /// swap-in left its page clean), which the thread of a fault served
+    /// in its SIGBUS handler cannot hold (invariant 4): such faults call
+    /// it in the handler.
     pub(crate) fn record_fault(&self, began: Option<u64>, page: usize, kind: Traced, tid: i32) {
         let (Some(began), Some(rec)) = (began, &self.env.live().recorder) else {
             return;

@@ -42,16 +42,27 @@ pub struct ReplayBenchArgs {
     #[arg(long)]
     pub uncharged_pool: bool,
     /// Compressors compared on each recorded program's sampled pages, and
-    /// replayed storing them at the recorded limit (comma-separated; empty
-    /// for none).
+    /// replayed storing them at the recorded limit (comma-separated;
+    /// `none` for none).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "lz4,lzo-rle,zstd:3,deflate:6"
+        default_value = "lz4,lzo-rle,zstd:3,deflate:6",
+        value_parser = compressor_or_none
     )]
-    pub compressors: Vec<compress::Algorithm>,
+    pub compressors: Vec<Option<compress::Algorithm>>,
     #[command(flatten)]
     pub work: WorkArgs,
+}
+
+fn compressor_or_none(s: &str) -> Result<Option<compress::Algorithm>, String> {
+    match s {
+        "none" => Ok(None),
+        s => s
+            .parse()
+            .map(Some)
+            .map_err(|e: compress::UnknownAlgorithm| e.to_string()),
+    }
 }
 
 /// One program's results.
@@ -133,7 +144,7 @@ pub fn run(a: &ReplayBenchArgs) -> Result<bool, String> {
     }
     println!("{}", table(&results));
     println!("{}", readahead_table(&results));
-    if !a.compressors.is_empty() {
+    if a.compressors.iter().any(Option::is_some) {
         println!("{}", compressor_table(&results));
     }
     Ok(results.iter().all(|r| r.problem.is_none()))
@@ -250,7 +261,9 @@ impl Bench<'_> {
         let names: Vec<String> = READAHEAD.iter().map(|s| s.to_string()).collect();
         f.readahead = lab::sweep(&w, &names, &[Limit::Recorded], &config(a), threads, &|_| {})
             .map_err(|e| e.to_string())?;
-        f.compressors = compare_compressors(&w, &a.compressors, &config(a), threads)?;
+        let compressors: Vec<compress::Algorithm> =
+            a.compressors.iter().flatten().copied().collect();
+        f.compressors = compare_compressors(&w, &compressors, &config(a), threads)?;
         progress.step(&format!(
             "{}: sweep of {} replays",
             case.name,

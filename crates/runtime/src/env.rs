@@ -529,20 +529,11 @@ impl Env for RealEnv {
 /// its pages' `Sizes`, eight pages each (zswap's page-size marks are the
 /// trace's).
 fn record_evicted(rec: &trace::Recorder, addr: usize, report: &zswap::SwapOutReport) {
-    let pages = report.page_sizes.len();
-    rec.push(trace::Event::Evict {
-        addr: addr as u64,
-        pages: pages as u16,
-        zero: report.zero as u16,
-        disk: report.disk as u16,
-        compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
-    });
-    for (i, eight) in report.page_sizes.chunks(8).enumerate() {
-        let mut s = [trace::SIZE_NONE; 8];
-        s[..eight.len()].copy_from_slice(eight);
-        rec.push(trace::Event::Sizes {
-            addr: (addr + i * 8 * PAGE) as u64,
-            sizes: s,
-        });
-    }
+    rec.push_evicted(
+        addr as u64,
+        report.zero,
+        report.disk,
+        report.compressed_bytes,
+        &report.page_sizes,
+    );
 }

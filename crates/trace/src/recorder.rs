@@ -81,6 +81,39 @@ impl Recorder {
         })
     }
 
+    /// Queues an evicted run of `sizes.len()` pages at `addr`: its
+    /// [`Event::Evict`] (`zero` zero pages, `disk` sent to the swap file,
+    /// `compressed_bytes` in the pool), then its pages' lengths as
+    /// [`Event::Sizes`] records. Never blocks or allocates.
+    pub fn push_evicted(
+        &self,
+        addr: u64,
+        zero: usize,
+        disk: usize,
+        compressed_bytes: usize,
+        sizes: &[u16],
+    ) {
+        let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        self.push(Event::Evict {
+            addr,
+            pages: count(sizes.len()),
+            zero: count(zero),
+            disk: count(disk),
+            compressed_bytes: u32::try_from(compressed_bytes).unwrap_or(u32::MAX),
+        });
+        for (i, eight) in sizes.chunks(8).enumerate() {
+            let mut s = [crate::record::SIZE_NONE; 8];
+            s[..eight.len()].copy_from_slice(eight);
+            self.push_at(
+                0,
+                Event::Sizes {
+                    addr: addr + (i * 8 * crate::samples::SAMPLE_PAGE) as u64,
+                    sizes: s,
+                },
+            );
+        }
+    }
+
     /// Offers a run the pool stored, with each page's compressed length
     /// (as [`Event::Sizes`] gives them): a few of its pages are kept as
     /// samples (`samples.rs`), written once a chunk's worth is taken. For

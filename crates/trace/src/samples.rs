@@ -22,7 +22,8 @@ use crate::record::{SIZE_NONE, SIZE_ON_FILE, SIZE_ZERO};
 /// Magic word opening a chunk of page samples.
 pub(crate) const PAGES_MAGIC: u64 = u64::from_le_bytes(*b"UZPAGES1");
 
-/// Bytes of a sampled page.
+/// Bytes of a page (a sampled page's, and the step between the pages of
+/// an evicted run).
 pub const SAMPLE_PAGE: usize = 4096;
 
 /// Bytes of the compressor's name at the head of a pages chunk's payload.

@@ -171,3 +171,46 @@ fn evicted_pages_are_sampled_beside_the_records() {
     std::fs::remove_file(&none).unwrap();
     assert!(procs[0].samples.is_empty() && procs[0].compressor.is_none());
 }
+
+/// An evicted run comes back as its `Evict` record and its pages' lengths,
+/// eight to a `Sizes` record, the last padded.
+#[test]
+fn an_evicted_run_is_its_evict_record_and_its_sizes() {
+    let path = temp("evicted");
+    let rec = Recorder::open(&path, 8, "lz4").unwrap();
+    let sizes: Vec<u16> = (1..=10).collect();
+    rec.push_evicted(0x10000, 1, 2, 55, &sizes);
+    rec.flush().unwrap();
+    let procs = read_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let events: Vec<Event> = procs[0].records.iter().map(|r| r.event).collect();
+    assert_eq!(
+        events,
+        [
+            Event::Evict {
+                addr: 0x10000,
+                pages: 10,
+                zero: 1,
+                disk: 2,
+                compressed_bytes: 55
+            },
+            Event::Sizes {
+                addr: 0x10000,
+                sizes: [1, 2, 3, 4, 5, 6, 7, 8]
+            },
+            Event::Sizes {
+                addr: 0x10000 + 8 * 4096,
+                sizes: [
+                    9,
+                    10,
+                    trace::SIZE_NONE,
+                    trace::SIZE_NONE,
+                    trace::SIZE_NONE,
+                    trace::SIZE_NONE,
+                    trace::SIZE_NONE,
+                    trace::SIZE_NONE
+                ]
+            },
+        ]
+    );
+}

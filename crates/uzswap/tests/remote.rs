@@ -164,15 +164,12 @@ fn a_static_program_is_recorded_from_outside() {
     );
     let p = &procs[0];
     assert_eq!(p.records[0].event, trace::Event::PagedFromOutside);
-    let (mut faults, mut evicted, mut maps) = (0u64, 0u64, 0u64);
-    for r in &p.records {
-        match r.event {
-            trace::Event::Fault { .. } => faults += 1,
-            trace::Event::Evict { pages, .. } => evicted += u64::from(pages),
-            trace::Event::Map { .. } => maps += 1,
-            _ => {}
-        }
-    }
+    let TraceCounts {
+        faults,
+        evicted_pages: evicted,
+        maps,
+        ..
+    } = trace_counts(&procs);
     assert!(maps > 0, "no region recorded");
     // Faults include the pages found populated when memory was
     // registered, recorded as first touches.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{compile_c, run_report, text, UZSWAP};
+use common::{compile_c, run_report, text, trace_counts, TraceCounts, UZSWAP};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use trace::Event;
@@ -53,16 +53,13 @@ fn a_recorded_run_holds_what_the_run_counted_and_replays_near_it() {
         Event::Forked { parent: parent.pid },
         "a child's first record names its parent"
     );
-    let (mut faults, mut evicted, mut wp, mut lost) = (0u64, 0u64, 0u64, 0u64);
-    for r in procs.iter().flat_map(|p| &p.records) {
-        match r.event {
-            Event::Fault { .. } => faults += 1,
-            Event::Evict { pages, .. } => evicted += u64::from(pages),
-            Event::WpFault { .. } => wp += 1,
-            Event::Lost { count } => lost += u64::from(count),
-            _ => {}
-        }
-    }
+    let TraceCounts {
+        faults,
+        evicted_pages: evicted,
+        wp_faults: wp,
+        lost,
+        ..
+    } = trace_counts(&procs);
     let wp_counted = counted.wp_faults + counted.clean_written;
     if lost == 0 {
         // Single-threaded processes: every fault counted is recorded (a

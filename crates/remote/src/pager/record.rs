@@ -116,25 +116,16 @@ impl Pager {
         self.record_touched(resident);
     }
 
-    /// A run of `pages` pages at `s` evicted, as the store reported it.
+    /// A run evicted at `s`, as the store reported it.
     pub(super) fn record_evicted(&self, s: usize, report: &zswap::SwapOutReport) {
-        let Some(rec) = &self.recorder else {
-            return;
-        };
-        rec.push(trace::Event::Evict {
-            addr: s as u64,
-            pages: report.page_sizes.len() as u16,
-            zero: report.zero as u16,
-            disk: report.disk as u16,
-            compressed_bytes: u32::try_from(report.compressed_bytes).unwrap_or(u32::MAX),
-        });
-        for (i, eight) in report.page_sizes.chunks(8).enumerate() {
-            let mut sizes = [trace::SIZE_NONE; 8];
-            sizes[..eight.len()].copy_from_slice(eight);
-            rec.push(trace::Event::Sizes {
-                addr: (s + i * 8 * PAGE_SIZE) as u64,
-                sizes,
-            });
+        if let Some(rec) = &self.recorder {
+            rec.push_evicted(
+                s as u64,
+                report.zero,
+                report.disk,
+                report.compressed_bytes,
+                &report.page_sizes,
+            );
         }
     }
 

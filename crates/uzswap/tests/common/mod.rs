@@ -114,3 +114,28 @@ pub fn release_held(
     assert!(status.success(), "{status:?}: {rest:?}");
     rest
 }
+
+/// What a trace (`uzswap run --record`) holds, over all its processes.
+#[derive(Debug, Default)]
+pub struct TraceCounts {
+    pub faults: u64,
+    pub evicted_pages: u64,
+    pub wp_faults: u64,
+    pub lost: u64,
+    pub maps: u64,
+}
+
+pub fn trace_counts(procs: &[trace::ProcessTrace]) -> TraceCounts {
+    let mut c = TraceCounts::default();
+    for r in procs.iter().flat_map(|p| &p.records) {
+        match r.event {
+            trace::Event::Fault { .. } => c.faults += 1,
+            trace::Event::Evict { pages, .. } => c.evicted_pages += u64::from(pages),
+            trace::Event::WpFault { .. } => c.wp_faults += 1,
+            trace::Event::Lost { count } => c.lost += u64::from(count),
+            trace::Event::Map { .. } => c.maps += 1,
+            _ => {}
+        }
+    }
+    c
+}

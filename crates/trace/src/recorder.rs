@@ -130,6 +130,13 @@ impl Recorder {
         Ok(())
     }
 
+    /// At exit: the queued records and the pending samples.
+    pub fn flush(&self) -> std::io::Result<usize> {
+        let n = self.drain()?;
+        self.write_samples()?;
+        Ok(n)
+    }
+
     /// Writes the pending samples as one chunk.
     fn write_samples(&self) -> std::io::Result<()> {
         let chunk = self
@@ -184,17 +191,6 @@ impl Recorder {
     /// After a write error nothing more is written (the error is returned
     /// once).
     pub fn drain(&self) -> std::io::Result<usize> {
-        self.drain_records()
-    }
-
-    /// At exit: the queued records and the pending samples.
-    pub fn flush(&self) -> std::io::Result<usize> {
-        let n = self.drain_records()?;
-        self.write_samples()?;
-        Ok(n)
-    }
-
-    fn drain_records(&self) -> std::io::Result<usize> {
         let mut d = self.drain.lock().unwrap_or_else(PoisonError::into_inner);
         if d.failed {
             // Keep the queue from filling with what will never be written.

@@ -673,18 +673,18 @@ impl Pager {
             self.in_flight.pulled.push(addr);
         }
         match self.pages.get(&addr).copied() {
-            Some(Page::Stored(_)) if tid.is_some() => {
+            Some(state @ (Page::Stored(_) | Page::Evicting(_) | Page::Held)) => {
                 let t = Instant::now();
-                match self.folio_to_bring(addr) {
+                // A thread's own fault on a stored page may bring its folio
+                // (not a retry, nor a page brought back at release).
+                let folio = match (state, tid) {
+                    (Page::Stored(_), Some(_)) => self.folio_to_bring(addr),
+                    _ => None,
+                };
+                match folio {
                     Some((lo, hi)) => self.swap_in_folio(addr, lo, hi)?,
                     None => self.swap_in_one(addr)?,
                 }
-                self.stats.stall_ns += t.elapsed().as_nanos() as u64;
-                Ok(())
-            }
-            Some(Page::Stored(_) | Page::Evicting(_) | Page::Held) => {
-                let t = Instant::now();
-                self.swap_in_one(addr)?;
                 self.stats.stall_ns += t.elapsed().as_nanos() as u64;
                 Ok(())
             }

@@ -148,9 +148,9 @@ pub const SWAPIN_TRIES: u8 = 8;
 /// Reprieves a page found written by an aging pass gets from reclaim.
 pub const WRITTEN_REPRIEVES: u8 = 2;
 
-///
-/// `repr(u8)` with `Untouched` first: all-zero bytes are `Untouched`, which
-/// lets a region's table come from zeroed memory ([`untouched_pages`]).
+/// A page's state. `repr(u8)` with `Untouched` first: all-zero bytes are
+/// `Untouched`, which lets a region's table come from zeroed memory
+/// ([`untouched_pages`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(u8)]
 pub enum PageState {

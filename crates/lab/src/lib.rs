@@ -127,8 +127,11 @@ pub struct Outcome {
     pub activations: u64,
     /// Swap-ins that brought their whole folio.
     pub folio_swapins: u64,
-    /// Pages stored in the pool over the replay, and the bytes the run's
-    /// compressor made of the pages evicted.
+    /// Pages stored in the pool over the replay, and the bytes they were
+    /// compressed to: by the replay's store (the runtime's protocol:
+    /// synthesized pages come to about their recorded lengths, sampled ones
+    /// to what the compressor asked for makes of them), or the recorded
+    /// lengths (reference policies).
     pub zswpout: u64,
     pub stored_bytes: u64,
     /// Pages written back from the pool to the swap file, and pages read
@@ -299,9 +302,9 @@ pub enum LabError {
 /// `/COMPRESSOR` the run's sampled pages stored with that compressor
 /// (`uzswap/zstd:3`, `uzswap:always/deflate:6`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProtocolVariant {
-    pub readahead: Option<zswap::Readahead>,
-    pub compressor: Option<compress::Algorithm>,
+struct ProtocolVariant {
+    readahead: Option<zswap::Readahead>,
+    compressor: Option<compress::Algorithm>,
 }
 
 /// The variant of the runtime's protocol `name` asks for; `None` if

@@ -84,6 +84,9 @@ struct Fidelity {
     /// Seed 002 on the recorded run: the protocol at the recorded limit
     /// under each readahead policy.
     readahead: Vec<lab::Outcome>,
+    /// The program was paged from outside (statically linked): the replay
+    /// is the in-process design, not the pager that ran.
+    outside: bool,
     /// Compressors on the run's sampled pages, and the protocol at the
     /// recorded limit storing them with each.
     compressors: Vec<(lab::compressors::CompressorRow, lab::Outcome)>,
@@ -165,6 +168,7 @@ impl Bench<'_> {
             sweep_replays: 0,
             sweep_s: 0.0,
             readahead: Vec::new(),
+            outside: false,
             compressors: Vec::new(),
             problem: None,
         };
@@ -233,6 +237,7 @@ impl Bench<'_> {
                     f.runs
                         .push((one.swapins, o.swapin_faults, one.evicted, o.evicted_pages));
                     f.uzswap_pages_in = o.pages_in;
+                    f.outside = w.recorded.paged_from_outside > 0;
                     last_trace = Some(w);
                 } else {
                     plain.push(one.elapsed);
@@ -431,8 +436,13 @@ fn table(results: &[Fidelity]) -> Table {
                 .fold(0.0f64, |m, e| if e.abs() > m.abs() { e } else { m })
         };
         let last = r.runs.last().copied().unwrap_or_default();
+        let name = match r.outside {
+            // Another pager ran: the errors compare two designs.
+            true => format!("{} (paged from outside)", r.case),
+            false => r.case.to_string(),
+        };
         t.add_row([
-            Cell::new(r.case),
+            Cell::new(name),
             Cell::new(human_size(r.limit)),
             right(format!("{:.2} s", r.plain_s)),
             right(format!(

@@ -47,6 +47,7 @@ mod batch;
 mod claim;
 pub mod codec;
 pub mod corpus;
+pub mod figures;
 mod lzo;
 mod parallel;
 mod sequential;

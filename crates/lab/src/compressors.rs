@@ -1,12 +1,13 @@
 //! Compressors compared on the run's own pages: every page sampled at
 //! eviction (`trace::samples`) compressed and decompressed by each, in one
-//! thread, as zswap's sequential back-end does it. What a pool of each
+//! thread, as zswap's sequential back-end does it (`compress::figures`,
+//! what `uzswap bench compress` measures on a corpus). What a pool of each
 //! would hold comes from the protocol's replay of `uzswap/COMPRESSOR`;
 //! this is the per-page view beside it: ratio and speed.
 
 use crate::workload::{Workload, PAGE};
-use compress::{Algorithm, Backend};
-use std::time::{Duration, Instant};
+use compress::Algorithm;
+use std::time::Duration;
 
 /// Least time each compressor is timed for: passes over the samples are
 /// repeated up to it.
@@ -76,54 +77,21 @@ pub fn compare(w: &Workload, algorithms: &[Algorithm]) -> Vec<CompressorRow> {
 }
 
 fn measure(w: &Workload, algorithm: Algorithm) -> CompressorRow {
-    let c = compress::new_compressor(algorithm, &Backend::Sequential);
-    let mut objects: Vec<Vec<u8>> = Vec::with_capacity(w.samples.len());
-    let mut dst = vec![0u8; 2 * PAGE];
-    let (mut incompressible, mut bytes) = (0, 0usize);
-    for s in &w.samples {
-        let n = c.compress_page(&s.data, &mut dst).unwrap_or(PAGE);
-        let n = n.min(PAGE);
-        bytes += n;
-        incompressible += usize::from(n as f64 > INCOMPRESSIBLE * PAGE as f64);
-        objects.push(dst[..n].to_vec());
-    }
-    let compress_s = timed(|| {
-        for s in &w.samples {
-            let _ = c.compress_page(&s.data, &mut dst);
-        }
-    });
-    // Pages kept whole are copied back, not decompressed: left out.
-    let compressed: Vec<&[u8]> = objects
-        .iter()
-        .filter(|o| o.len() < PAGE)
-        .map(|o| &o[..])
-        .collect();
-    let mut page = vec![0u8; PAGE];
-    let decompress_s = timed(|| {
-        for o in &compressed {
-            let _ = c.decompress_page(o, &mut page, PAGE);
-        }
-    });
-    let page_bytes = (w.samples.len() * PAGE) as f64;
+    let pages: Vec<&[u8]> = w.samples.iter().map(|s| &s.data[..]).collect();
+    let f = compress::figures::measure(algorithm, &pages, MIN_TIMED);
+    let over = (INCOMPRESSIBLE * PAGE as f64) as usize;
     CompressorRow {
         compressor: algorithm,
-        samples: w.samples.len(),
-        ratio: bytes as f64 / page_bytes,
-        incompressible,
-        compress_bytes_per_s: page_bytes / compress_s,
-        decompress_bytes_per_s: (compressed.len() * PAGE) as f64 / decompress_s,
+        samples: pages.len(),
+        ratio: f.stored_bytes() as f64 / (pages.len() * PAGE) as f64,
+        incompressible: f
+            .lengths
+            .iter()
+            .filter(|l| l.unwrap_or(PAGE) > over)
+            .count(),
+        compress_bytes_per_s: f.compress_bytes_per_s,
+        decompress_bytes_per_s: f.decompress_bytes_per_s,
     }
-}
-
-/// Seconds one call of `pass` takes, over at least [`MIN_TIMED`].
-fn timed(mut pass: impl FnMut()) -> f64 {
-    let started = Instant::now();
-    let mut passes = 0u32;
-    while passes == 0 || started.elapsed() < MIN_TIMED {
-        pass();
-        passes += 1;
-    }
-    started.elapsed().as_secs_f64() / f64::from(passes)
 }
 
 #[cfg(test)]

@@ -11,11 +11,12 @@
 use crate::{median, BenchError, Progress};
 use comfy_table::{presets::UTF8_FULL, Cell, CellAlignment, Table};
 use compress::corpus::Corpus;
+use compress::figures::bytes_per_s;
 use compress::{
     new_compressor, Algorithm, Backend, Batch, Compressor, Op, ParallelConfig, PAGE_SIZE,
     ZSWAP_MAX_BATCH_SIZE,
 };
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Parameters of the run.
 #[derive(Debug, Clone)]
@@ -100,58 +101,15 @@ pub fn run(
     })
 }
 
-fn gbps(bytes: usize, t: Duration) -> f64 {
-    bytes as f64 / t.as_secs_f64() / 1e9
-}
-
 fn measure_codec(a: Algorithm, pages: &[&[u8]], min_time: Duration) -> CodecRow {
-    let c = new_compressor(a, &Backend::Sequential);
-    let mut dst = vec![0u8; compress::DST_BUF_SIZE];
-    let (mut stored, mut poor) = (0usize, 0usize);
-    let mut compressed: Vec<Vec<u8>> = Vec::new();
-    for p in pages {
-        match c.compress_page(p, &mut dst) {
-            Ok(n) => {
-                stored += n;
-                compressed.push(dst[..n].to_vec());
-            }
-            Err(_) => {
-                stored += PAGE_SIZE;
-                poor += 1;
-            }
-        }
-    }
-    let comp = time_loop(min_time, || {
-        for p in pages {
-            let _ = c.compress_page(p, &mut dst);
-        }
-        pages.len() * PAGE_SIZE
-    });
-    let mut out = vec![0u8; PAGE_SIZE];
-    let decomp = time_loop(min_time, || {
-        for z in &compressed {
-            c.decompress_page(z, &mut out, PAGE_SIZE)
-                .expect("own output decompresses");
-        }
-        compressed.len() * PAGE_SIZE
-    });
+    let f = compress::figures::measure(a, pages, min_time);
     CodecRow {
         algorithm: a,
-        compress_gbps: comp,
-        decompress_gbps: decomp,
-        ratio: (pages.len() * PAGE_SIZE) as f64 / stored as f64,
-        incompressible: poor as f64 / pages.len() as f64,
+        compress_gbps: f.compress_bytes_per_s / 1e9,
+        decompress_gbps: f.decompress_bytes_per_s / 1e9,
+        ratio: (pages.len() * PAGE_SIZE) as f64 / f.stored_bytes() as f64,
+        incompressible: f.incompressible() as f64 / pages.len() as f64,
     }
-}
-
-/// Runs `f` (which returns bytes processed) until `min_time` passes; GB/s.
-fn time_loop(min_time: Duration, mut f: impl FnMut() -> usize) -> f64 {
-    let start = Instant::now();
-    let mut bytes = 0;
-    while start.elapsed() < min_time || bytes == 0 {
-        bytes += f();
-    }
-    gbps(bytes, start.elapsed())
 }
 
 /// zswap's store pattern: batches of 8 pages, each submitted and waited for.
@@ -180,7 +138,7 @@ fn measure_batching(a: Algorithm, pages: &[&[u8]], params: &CompressParams) -> B
             [&*par, &*seq]
         };
         for c in order {
-            let g = time_loop(params.min_time, || store_pages(c, pages, &mut batch));
+            let g = bytes_per_s(params.min_time, || store_pages(c, pages, &mut batch)) / 1e9;
             if std::ptr::addr_eq(c, &*seq) {
                 s.push(g)
             } else {

@@ -151,11 +151,7 @@ impl Recorder {
         if d.failed {
             return Ok(());
         }
-        if let Err(e) = d.file.write_all(&chunk) {
-            d.failed = true;
-            return Err(e);
-        }
-        Ok(())
+        d.write(&chunk)
     }
 
     pub fn path(&self) -> &Path {
@@ -223,12 +219,18 @@ impl Recorder {
         }
         let chunk = encode_chunk(self.pid, &d.words)?;
         let n = d.words.len();
-        // One write: O_APPEND keeps other processes' chunks out of it.
-        if let Err(e) = d.file.write_all(&chunk) {
-            d.failed = true;
-            return Err(e);
-        }
+        d.write(&chunk)?;
         Ok(n)
+    }
+}
+
+impl Drain {
+    /// Writes `chunk` with one `write(2)` (`O_APPEND` keeps other
+    /// processes' chunks out of it); an error stops all later writes.
+    fn write(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        let r = self.file.write_all(chunk);
+        self.failed |= r.is_err();
+        r
     }
 }
 
@@ -240,10 +242,16 @@ fn encode_chunk(pid: u32, records: &[[u64; 3]]) -> std::io::Result<Vec<u8>> {
             raw.extend_from_slice(&word.to_le_bytes());
         }
     }
-    let payload = zstd::bulk::compress(&raw, 1)?;
+    frame(CHUNK_MAGIC, pid, records.len(), &raw)
+}
+
+/// A chunk of either kind: its 24-byte header (`magic`, the writer's `pid`
+/// and item `count`, the payload's length) and `raw` as one zstd frame.
+pub(crate) fn frame(magic: u64, pid: u32, count: usize, raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    let payload = zstd::bulk::compress(raw, 1)?;
     let mut chunk = Vec::with_capacity(CHUNK_HEADER_BYTES + payload.len());
-    chunk.extend_from_slice(&CHUNK_MAGIC.to_le_bytes());
-    chunk.extend_from_slice(&(u64::from(pid) | (records.len() as u64) << 32).to_le_bytes());
+    chunk.extend_from_slice(&magic.to_le_bytes());
+    chunk.extend_from_slice(&(u64::from(pid) | (count as u64) << 32).to_le_bytes());
     chunk.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     chunk.extend_from_slice(&payload);
     Ok(chunk)

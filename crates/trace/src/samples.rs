@@ -134,13 +134,7 @@ impl Sampler {
         name[..n].copy_from_slice(&self.compressor.as_bytes()[..n]);
         raw.extend_from_slice(&name);
         raw.extend_from_slice(&self.pending);
-        let payload = zstd::bulk::compress(&raw, 1)?;
-        let mut chunk = Vec::with_capacity(24 + payload.len());
-        chunk.extend_from_slice(&PAGES_MAGIC.to_le_bytes());
-        chunk
-            .extend_from_slice(&(u64::from(pid) | (self.pending_count as u64) << 32).to_le_bytes());
-        chunk.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        chunk.extend_from_slice(&payload);
+        let chunk = crate::recorder::frame(PAGES_MAGIC, pid, self.pending_count, &raw)?;
         self.pending.clear();
         self.pending_count = 0;
         Ok(Some(chunk))

@@ -49,8 +49,7 @@ pub fn attach(a: &AttachArgs) -> Result<(), String> {
     let max_slowdown = a.runtime.max_slowdown(a.max_slowdown);
     let settings = a.runtime.settings_for(a.max_slowdown)?;
     if let Some(path) = &settings.record {
-        crate::run::make_private_empty(path)
-            .map_err(|e| format!("--record {}: {e}", path.display()))?;
+        crate::run::make_record_file(path)?;
     }
     let job = launch::outside::Attach {
         settings: settings.clone(),

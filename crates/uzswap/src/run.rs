@@ -407,7 +407,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         // Made afresh, readable by the user alone (it holds samples of
         // the program's memory): every process of the run appends its
         // chunks.
-        make_private_empty(path).map_err(|e| format!("--record {}: {e}", path.display()))?;
+        make_record_file(path)?;
     }
     if !a.quiet {
         let limit = match job.max_slowdown {
@@ -656,17 +656,18 @@ fn process_age(pid: u32) -> Option<std::time::Duration> {
     (hz > 0).then(|| std::time::Duration::from_secs_f64((uptime - ticks / hz as f64).max(0.0)))
 }
 
-/// Creates `path` empty (or empties it) with mode 0600, whatever mode it
-/// had.
-pub(crate) fn make_private_empty(path: &std::path::Path) -> std::io::Result<()> {
+/// Makes `--record`'s file `path` empty (creating it) with mode 0600,
+/// whatever mode it had: it will hold samples of the program's memory.
+pub(crate) fn make_record_file(path: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .open(path)
+        .and_then(|file| file.set_permissions(std::fs::Permissions::from_mode(0o600)))
+        .map_err(|e| format!("--record {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -588,14 +588,17 @@ impl Pager {
                 rw,
             } => {
                 let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
-                let first_touch = self.finds_nothing_stored(addr);
-                let t = Instant::now();
+                // Only where this run records: the clock, and what it finds.
+                let began = self.recorder.is_some().then(Instant::now);
+                let first_touch = began.is_some() && self.finds_nothing_stored(addr);
                 let r = self.missing(addr, Some(tid));
-                let fault = RecordedFault::Missing {
-                    write: rw == ReadWrite::Write,
-                    first_touch,
-                };
-                self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                if let Some(t) = began {
+                    let fault = RecordedFault::Missing {
+                        write: rw == ReadWrite::Write,
+                        first_touch,
+                    };
+                    self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                }
                 r
             }
             Event::Pagefault {
@@ -605,10 +608,12 @@ impl Pager {
                 ..
             } => {
                 let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
-                let t = Instant::now();
+                let began = self.recorder.is_some().then(Instant::now);
                 let r = self.write_fault(addr, tid);
-                let fault = RecordedFault::WriteProtect;
-                self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                if let Some(t) = began {
+                    let fault = RecordedFault::WriteProtect;
+                    self.record_fault(addr, fault, tid, t.elapsed().as_nanos() as u64);
+                }
                 r
             }
             Event::Fork { uffd } => self.fork(uffd),

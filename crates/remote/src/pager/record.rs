@@ -31,8 +31,8 @@ impl Pager {
         }
     }
 
-    /// A fault just served at `addr`: a missing fault (`write` or not;
-    /// `first_touch` if no stored copy was there) or, with `wp`, a
+    /// A fault just served at `addr`, as `fault` says: a missing fault
+    /// (`write` or not; `first_touch` if no stored copy was there) or a
     /// write-protect fault.
     pub(super) fn record_fault(
         &self,

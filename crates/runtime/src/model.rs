@@ -387,6 +387,7 @@ enum Actor {
     Evictor {
         cycles: u8,
         want: usize,
+        cold_second: bool,
         op: Option<Evict>,
     },
     Ager {
@@ -477,6 +478,11 @@ pub(crate) struct Scenario {
     pub syscalls: Vec<(usize, Option<u8>)>,
     pub evict_cycles: u8,
     pub evict_want: usize,
+    /// The evictor's second pass takes cold pages only ([`Evict::cold`]),
+    /// as the reclaimer's before pressure: the age clock moves as each
+    /// pass ends, so pages queued before the first pass ended are old
+    /// enough and those faulted in since are not.
+    pub cold_second_pass: bool,
     pub aging_passes: u8,
     pub store_refusals: u8,
     /// The store's pages are in the swap file: read faults keep their
@@ -558,6 +564,7 @@ impl Scenario {
             actors.push(Actor::Evictor {
                 cycles: self.evict_cycles,
                 want: self.evict_want,
+                cold_second: self.cold_second_pass,
                 op: None,
             });
         }
@@ -938,19 +945,28 @@ impl World {
                 }
                 Outcome::Moved(true)
             }
-            Actor::Evictor { cycles, want, op } => {
+            Actor::Evictor {
+                cycles,
+                want,
+                cold_second,
+                op,
+            } => {
                 let mut o = match op.take() {
                     Some(o) => o,
                     None if *cycles > 0 => {
                         *cycles -= 1;
-                        Evict::new(*want)
+                        if *cold_second && self.st.clock == 1 {
+                            Evict::cold(*want, 1)
+                        } else {
+                            Evict::new(*want)
+                        }
                     }
                     None => return Outcome::Moved(false),
                 };
                 match tri!(self.run_op(sc, refuse, |cx| o.step(cx))) {
                     Step::Next => *op = Some(o),
                     Step::Wait(_) => unreachable!("eviction does not wait"),
-                    Step::Done(_) => {}
+                    Step::Done(_) => self.st.clock = self.st.clock.wrapping_add(1),
                 }
                 Outcome::Moved(true)
             }
@@ -1236,6 +1252,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: false,
@@ -1256,6 +1273,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: false,
@@ -1276,6 +1294,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 2,
             store_refusals: 1,
             on_disk: false,
@@ -1297,6 +1316,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 1,
             store_refusals: 1,
             on_disk: false,
@@ -1318,6 +1338,7 @@ mod tests {
             syscalls: vec![(0, Some(9))],
             evict_cycles: 2,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 2,
             store_refusals: 0,
             on_disk: false,
@@ -1338,6 +1359,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 1,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1359,6 +1381,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 0,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1384,6 +1407,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: true,
@@ -1404,6 +1428,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: true,
@@ -1425,6 +1450,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 1,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1450,6 +1476,7 @@ mod tests {
             syscalls: vec![],
             evict_cycles: 2,
             evict_want: 2,
+            cold_second_pass: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: true,
@@ -1470,6 +1497,7 @@ mod tests {
             syscalls: vec![(0, None)],
             evict_cycles: 1,
             evict_want: 1,
+            cold_second_pass: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1705,6 +1733,26 @@ mod tests {
             "span protects its first run only",
             batch(Some(Flaw::SpanProtectsFirstRunOnly)),
         );
+    }
+
+    #[test]
+    fn cold_eviction_before_pressure_loses_no_write() {
+        for (name, sc) in [
+            ("swap-in", swap_in(None)),
+            ("write tracking", tracking(None)),
+            ("batched eviction", batch(None)),
+            ("clean pages", clean(None)),
+        ] {
+            let sc = Scenario {
+                cold_second_pass: true,
+                ..sc
+            };
+            passes(&format!("cold second pass: {name}"), sc.clone());
+            passes(
+                &format!("in thread, cold second pass: {name}"),
+                in_thread(sc),
+            );
+        }
     }
 
     #[test]

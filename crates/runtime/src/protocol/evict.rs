@@ -45,6 +45,9 @@ impl Run {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Evict {
     want: usize,
+    /// Only pages queued at least this many ms of the age clock ago (cold
+    /// pages leaving before pressure); `None`: the oldest, however young.
+    min_age: Option<u32>,
     /// Runs still to go; the current one is the last.
     runs: Vec<Run>,
     /// Runs stored, still mapped and write-protected, waiting for the
@@ -94,6 +97,7 @@ impl Evict {
     pub fn new(want: usize) -> Self {
         Self {
             want,
+            min_age: None,
             runs: Vec::new(),
             stored: Vec::new(),
             unmapped: Vec::new(),
@@ -101,6 +105,16 @@ impl Evict {
             protected: None,
             done: 0,
             pc: EvictPc::Pick,
+        }
+    }
+
+    /// Evicts up to `want` of the oldest resident pages among those queued
+    /// at least `min_age` ms of the age clock ago: fewer, or none, where
+    /// the rest are younger.
+    pub fn cold(want: usize, min_age: u32) -> Self {
+        Self {
+            min_age: Some(min_age),
+            ..Self::new(want)
         }
     }
 
@@ -207,7 +221,7 @@ impl Evict {
         if st.forking {
             return Ok(Step::Done(0));
         }
-        let victims = pick_victims(&mut st, self.want, cx.env);
+        let victims = pick_victims(&mut st, self.want, self.min_age, cx.env);
         for &(base, idx, kept) in &victims {
             if let Some(slot) = kept {
                 self.kept.insert(page_addr(base, idx), slot);
@@ -460,18 +474,30 @@ impl Evict {
 /// Takes up to `n` victims from the LRU, oldest first, marking them
 /// `Evicting`: `(region base, page index, the slot a Clean page kept)`. A
 /// page refaulted within the workingset (active) or found written by aging
-/// (reprieves left) is passed over and queued again.
-fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize, Option<Slot>)> {
+/// (reprieves left) is passed over and queued again, stamped now. With
+/// `min_age`, the first page queued less than that long ago ends the pick
+/// (the LRU is oldest first by its stamps).
+fn pick_victims<E: Env>(
+    st: &mut State,
+    n: usize,
+    min_age: Option<u32>,
+    env: &E,
+) -> Vec<(usize, usize, Option<Slot>)> {
     let mut victims = Vec::new();
     let mut budget = st.lru.len();
     while victims.len() < n && budget > 0 {
         budget -= 1;
-        let Some(rec) = st.lru.pop_front() else {
+        let Some(mut rec) = st.lru.pop_front() else {
             break;
         };
         if !st.live(&rec) {
             continue;
         }
+        if min_age.is_some_and(|a| st.clock.wrapping_sub(rec.since) < a) {
+            st.lru.push_front(rec);
+            break;
+        }
+        let now = st.clock;
         let idx = rec.idx as usize;
         let r = st.regions.get_mut(&rec.base).expect("live record");
         let page = &mut r.pages[idx];
@@ -482,14 +508,28 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, env: &E) -> Vec<(usize, usize,
         }
         if std::mem::take(&mut page.active) {
             env.count(Event::WorkingsetActivate, 1);
+            rec.since = now;
             st.lru.push_back(rec);
             continue;
         }
         if page.reprieves > 0 {
             page.reprieves -= 1;
             env.count(Event::WrittenReprieved, 1);
+            rec.since = now;
             st.lru.push_back(rec);
             continue;
+        }
+        if min_age.is_some() {
+            // Leaving for its age alone: a page swapped in lately (hot,
+            // though its reads are invisible) is spared its passes first;
+            // one that leaves all the same cools down.
+            if page.cold_passes > 0 {
+                page.cold_passes -= 1;
+                rec.since = now;
+                st.lru.push_back(rec);
+                continue;
+            }
+            page.heat = page.heat.saturating_sub(1);
         }
         let kept = match page.state {
             PageState::Clean { slot } => Some(slot),

@@ -450,6 +450,8 @@ impl<B: Clone + Default> MissingFault<B> {
         cx.env.count(Event::SwapinFault, 1);
         let page = &mut region.pages[idx];
         page.state = PageState::Loading;
+        page.heat = (page.heat + 1).min(super::MAX_HEAT);
+        page.cold_passes = (1u8 << page.heat) - 1;
         let distance = evictions.wrapping_sub(u64::from(page.shadow)) & 0xffff_ffff;
         if distance <= limit {
             page.active = true;

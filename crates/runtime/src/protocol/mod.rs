@@ -148,6 +148,11 @@ pub const SWAPIN_TRIES: u8 = 8;
 /// Reprieves a page found written by an aging pass gets from reclaim.
 pub const WRITTEN_REPRIEVES: u8 = 2;
 
+/// Most [`Page::heat`]: a page swapped in that often is spared by 63
+/// passes of cold eviction (16 s at a cold age of 250 ms) before it may
+/// leave as cold again.
+pub const MAX_HEAT: u8 = 6;
+
 /// A page's state. `repr(u8)` with `Untouched` first: all-zero bytes are
 /// `Untouched`, which lets a region's table come from zeroed memory
 /// ([`untouched_pages`]).
@@ -213,6 +218,14 @@ pub struct Page {
     pub lru_gen: u16,
     /// Eviction clock (low 32 bits) when last evicted: the shadow entry.
     pub shadow: u32,
+    /// Swap-ins of this page, less one for each time it left as cold (at
+    /// most [`MAX_HEAT`]): a page read while resident shows nothing else
+    /// (no accessed bit reaches user space), so a page that keeps coming
+    /// back is taken for a hot one.
+    pub heat: u8,
+    /// Passes of cold eviction ([`Evict::cold`]) that still spare this
+    /// page: `2^heat - 1` from its last swap-in. Pressure ignores them.
+    pub cold_passes: u8,
 }
 
 impl Page {
@@ -226,6 +239,8 @@ impl Page {
         shared: false,
         lru_gen: 0,
         shadow: 0,
+        heat: 0,
+        cold_passes: 0,
     };
 
     fn evictable(&self) -> bool {
@@ -296,13 +311,17 @@ impl RegionPages {
     }
 }
 
-/// A record of the LRU: region (by base and id), page, generation.
+/// A record of the LRU: region (by base and id), page, generation, and
+/// the age clock when the page was queued (its last fault or tracked
+/// write as far as the runtime can see: reads of a resident page are
+/// invisible to it).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct LruRecord {
     base: usize,
     id: u64,
     idx: u32,
     gen: u16,
+    since: u32,
 }
 
 /// Everything the state lock guards.
@@ -325,6 +344,11 @@ pub struct State {
     pub changes: u64,
     /// Threads sleeping until `changes` moves.
     pub sleepers: u32,
+    /// The age clock, ms (wrapping): the reclaimer sets it every tick, the
+    /// model moves it by hand. Each LRU record is stamped with it, so the
+    /// LRU is oldest first by it too (a page passed over for being pinned
+    /// or in a region going keeps its stamp).
+    pub clock: u32,
 }
 
 impl State {
@@ -385,6 +409,7 @@ impl State {
             id: r.id,
             idx: idx as u32,
             gen: page.lru_gen,
+            since: self.clock,
         };
         self.lru.push_back(rec);
         self.compact_lru();
@@ -407,6 +432,30 @@ impl State {
             let lru = std::mem::take(&mut self.lru);
             self.lru = lru.into_iter().filter(|r| self.live(r)).collect();
         }
+    }
+
+    /// Moves the age clock to `ms` if that is ahead of it (two threads
+    /// that read the time and then take the lock may come in either
+    /// order: the clock never goes back, or a record stamped just before
+    /// would read as 49 days old).
+    pub fn advance_clock(&mut self, ms: u32) {
+        if ms.wrapping_sub(self.clock) < 1 << 31 {
+            self.clock = ms;
+        }
+    }
+
+    /// Resident pages queued at least `ages[i]` ms ago, for each `i`:
+    /// pages untouched that long as far as faults and tracked writes tell
+    /// (the cold bytes by age of a report). A walk of the LRU.
+    pub fn idle_pages(&self, ages: &[u32]) -> Vec<usize> {
+        let mut counts = vec![0; ages.len()];
+        for rec in self.lru.iter().filter(|r| self.live(r)) {
+            let age = self.clock.wrapping_sub(rec.since);
+            for (n, &a) in counts.iter_mut().zip(ages) {
+                *n += usize::from(age >= a);
+            }
+        }
+        counts
     }
 
     /// LRU records, live or dead (for tests of invariant 6).
@@ -769,6 +818,34 @@ mod tests {
         assert_eq!(table.len(), 3);
         assert!(table.iter().all(|p| *p == Page::UNTOUCHED));
         assert!(untouched_pages(0).is_empty());
+        // The tables' cost the docs state: 32 bytes a page.
+        assert_eq!(std::mem::size_of::<Page>(), 32);
+    }
+
+    #[test]
+    fn idle_pages_count_by_the_age_clock_and_the_clock_never_goes_back() {
+        let mut st = State::default();
+        let base = 1 << 30;
+        st.add_region(base, 4);
+        st.install_resident(base, 0);
+        st.advance_clock(1_000);
+        st.install_resident(base, 1);
+        st.advance_clock(1_500);
+        st.install_resident(base, 2);
+        // A thread that read the time earlier comes in late: ignored.
+        st.advance_clock(1_200);
+        assert_eq!(st.clock, 1_500);
+        assert_eq!(st.idle_pages(&[0, 400, 1_000, 2_000]), vec![3, 2, 1, 0]);
+        // A page that left is not idle memory any more.
+        st.regions.get_mut(&base).unwrap().pages[0].state = PageState::Evicting;
+        assert_eq!(st.idle_pages(&[400]), vec![1]);
+        // Across the wrap of the clock, ages are differences.
+        st.advance_clock(1_500 + (1 << 31) - 1);
+        st.advance_clock(u32::MAX);
+        assert_eq!(st.clock, u32::MAX);
+        st.install_resident(base, 3);
+        st.advance_clock(99);
+        assert_eq!(st.idle_pages(&[100, 101]), vec![3, 2]);
     }
 
     #[test]

@@ -10,9 +10,9 @@ common::counters! {
     /// A snapshot of the runtime's counters.
     pub struct RuntimeStats;
     /// Live counters: one per protocol [`Event`], and the runtime's own.
-    /// The eight states (`resident_pages`, `pinned_pages`, `charged_pages`,
-    /// `table_bytes`, `limit_pages`, `pool_share_pages`, `write_tracking`,
-    /// `kernel_faults`) are
+    /// The states (`resident_pages`, `pinned_pages`, `charged_pages`,
+    /// `table_bytes`, `cold_*_bytes`, `limit_pages`, `pool_share_pages`,
+    /// `write_tracking`, `kernel_faults`) are
     /// read from the runtime when a snapshot is taken
     /// ([`crate::Runtime::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
@@ -28,6 +28,14 @@ common::counters! {
     /// Bytes of the runtime's page-state tables (32 bytes per region page,
     /// touched or not): not counted in the limit.
     table_bytes: u64,
+    /// Resident bytes untouched for at least 1 s, as far as the runtime
+    /// can tell (no fault and no tracked write since: reads of a resident
+    /// page are invisible to it): cold memory by age, with the next two.
+    cold_1s_bytes: u64,
+    /// Resident bytes untouched for at least 10 s (as `cold_1s_bytes`).
+    cold_10s_bytes: u64,
+    /// Resident bytes untouched for at least 60 s (as `cold_1s_bytes`).
+    cold_60s_bytes: u64,
     /// The limit in force, in pages (`memory.high`'s role; `--limit`, or
     /// lower where `--max-slowdown`'s controller set it lower).
     limit_pages: u64,
@@ -48,6 +56,10 @@ common::counters! {
     folio_swapins: u64,
     /// Pages evicted to the swap store.
     evicted_pages: u64,
+    /// Of `evicted_pages`, those evicted for their age before any pressure
+    /// (older than the cold age `--max-slowdown`'s controller set), as
+    /// proactive reclaim (`memory.reclaim`) counts them.
+    pgsteal_proactive: u64,
     /// Pages swapped in from the swap file that kept their slot, mapped
     /// write-protected (clean swap-cache pages).
     kept_clean: u64,

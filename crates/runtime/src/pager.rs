@@ -61,6 +61,8 @@ pub(crate) struct Pager {
     pub aging_governor: std::sync::Mutex<crate::aging::AgingGovernor>,
     /// The limit in force last recorded (`--record`), in pages.
     pub recorded_limit: std::sync::atomic::AtomicUsize,
+    /// When the age clock ([`State::clock`]) was 0.
+    pub born: std::time::Instant,
 }
 
 impl Pager {
@@ -197,7 +199,7 @@ impl Pager {
     /// Publishes this process's charge to a shared limit.
     pub(crate) fn publish_charge(&self) {
         if let Some(s) = &self.env.live().shared {
-            s.publish(self.own_charge());
+            s.publish(self.own_charge(), self.swapped_pages());
         }
     }
 
@@ -214,6 +216,13 @@ impl Pager {
         } else {
             resident
         }
+    }
+
+    /// Pages swapped out now, in the pool or on the file (each holds a
+    /// swap slot; a clean page's kept slot too).
+    pub fn swapped_pages(&self) -> usize {
+        let dev = self.env.live().own.device();
+        dev.nr_slots() - dev.free_slots()
     }
 
     /// Bytes of the page-state tables of all regions in memory (for

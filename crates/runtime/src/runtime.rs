@@ -10,6 +10,9 @@ use crate::pager::{new_live, store_config, Pager};
 use crate::protocol::{State, Tunables, PAGE};
 use crate::uffd::FaultMode;
 use crate::RuntimeError;
+
+/// The ages of [`RuntimeStats`]' cold bytes: 1 s, 10 s and 60 s.
+const COLD_AGES_MS: [u32; 3] = [1_000, 10_000, 60_000];
 use common::rate_limit::RateLimit;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
@@ -86,6 +89,7 @@ impl Runtime {
             )),
             generations: AtomicU64::new(0),
             recorded_limit: std::sync::atomic::AtomicUsize::new(0),
+            born: std::time::Instant::now(),
         });
         let rt = Runtime { inner };
         if mode == FaultMode::InThread {
@@ -114,9 +118,10 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         // Apart: a guard in the literal would live to its end, and
         // `own_charge` takes the state lock too.
-        let (resident, pinned) = {
-            let st = self.inner.lock();
-            (st.resident, st.pinned_pages())
+        let (resident, pinned, cold) = {
+            let mut st = self.inner.lock();
+            st.advance_clock(self.inner.born.elapsed().as_millis() as u32);
+            (st.resident, st.pinned_pages(), st.idle_pages(&COLD_AGES_MS))
         };
         let charged = self.inner.own_charge();
         let table = self.inner.table_bytes();
@@ -125,6 +130,9 @@ impl Runtime {
             pinned_pages: pinned as u64,
             charged_pages: charged as u64,
             table_bytes: table as u64,
+            cold_1s_bytes: (cold[0] * PAGE) as u64,
+            cold_10s_bytes: (cold[1] * PAGE) as u64,
+            cold_60s_bytes: (cold[2] * PAGE) as u64,
             limit_pages: self.inner.limit() as u64,
             pool_share_pages: self
                 .inner
@@ -160,8 +168,7 @@ impl Runtime {
     /// Pages swapped out now, in the pool or on the file (each holds a
     /// swap slot): what [`Runtime::bring_back_all`] would make resident.
     pub fn swapped_pages(&self) -> usize {
-        let dev = self.inner.env.live().own.device();
-        dev.nr_slots() - dev.free_slots()
+        self.inner.swapped_pages()
     }
 
     /// Brings every swapped page of every region back and hands the

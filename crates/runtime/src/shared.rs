@@ -28,7 +28,12 @@ struct Header {
     limit_pages: AtomicU64,
     /// Stall of the processes whose slots were cleared, ns.
     retired_stall_ns: AtomicU64,
-    _reserved: [AtomicU64; 6],
+    /// Age, ms, past which a controller has the runtimes evict resident
+    /// pages before any pressure (0: none).
+    cold_age_ms: AtomicU64,
+    /// Background CPU time of the processes whose slots were cleared, ns.
+    retired_background_ns: AtomicU64,
+    _reserved: [AtomicU64; 4],
 }
 
 #[repr(C)]
@@ -38,6 +43,11 @@ struct Slot {
     resident: AtomicU64,
     /// Time this process's threads waited on uzswap so far, ns.
     stall_ns: AtomicU64,
+    /// Pages this process has swapped out now (pool or file).
+    swapped: AtomicU64,
+    /// CPU time of this process's reclaimer so far, ns: work beside the
+    /// program's threads, not a wait of theirs.
+    background_ns: AtomicU64,
 }
 
 const SLOTS_OFFSET: usize = std::mem::size_of::<Header>();
@@ -132,9 +142,17 @@ impl Mapping {
             .sum()
     }
 
+    /// Pages every live process of the limit has swapped out.
+    fn swapped(&self) -> usize {
+        self.live_slots()
+            .map(|s| s.swapped.load(Ordering::Relaxed) as usize)
+            .sum()
+    }
+
     /// Clears `slot` (held by `owner`), keeping its stall in the header.
     fn retire(&self, slot: &Slot, owner: u32) {
         slot.resident.store(0, Ordering::Release);
+        slot.swapped.store(0, Ordering::Release);
         if slot
             .pid
             .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed)
@@ -144,6 +162,10 @@ impl Mapping {
             self.header()
                 .retired_stall_ns
                 .fetch_add(stall, Ordering::AcqRel);
+            let background = slot.background_ns.swap(0, Ordering::AcqRel);
+            self.header()
+                .retired_background_ns
+                .fetch_add(background, Ordering::AcqRel);
         }
     }
 
@@ -212,6 +234,8 @@ impl SharedLimit {
             {
                 slot.resident.store(0, Ordering::Release);
                 slot.stall_ns.store(0, Ordering::Release);
+                slot.swapped.store(0, Ordering::Release);
+                slot.background_ns.store(0, Ordering::Release);
                 shared.mine = i;
                 VIEWS_IN_THIS_IMAGE.fetch_add(1, Ordering::AcqRel);
                 return Ok(shared);
@@ -227,11 +251,12 @@ impl SharedLimit {
         self.map.slot(i)
     }
 
-    /// Records this process's resident pages.
-    pub fn publish(&self, pages: usize) {
-        self.slot(self.mine)
-            .resident
-            .store(pages as u64, Ordering::Relaxed);
+    /// Records this process's charged pages, and the pages it has swapped
+    /// out (what bringing everything back would cost it).
+    pub fn publish(&self, charged: usize, swapped: usize) {
+        let slot = self.slot(self.mine);
+        slot.resident.store(charged as u64, Ordering::Relaxed);
+        slot.swapped.store(swapped as u64, Ordering::Relaxed);
     }
 
     /// Resident pages of every process of the limit.
@@ -247,11 +272,27 @@ impl SharedLimit {
             .fetch_add(ns, Ordering::Relaxed);
     }
 
+    /// Records the CPU time this process's reclaimer has used so far, ns.
+    pub fn publish_background(&self, ns: u64) {
+        self.slot(self.mine)
+            .background_ns
+            .store(ns, Ordering::Relaxed);
+    }
+
     /// The limit a controller set, in pages, if any.
     pub fn controlled_limit(&self) -> Option<usize> {
         match self.map.header().limit_pages.load(Ordering::Relaxed) {
             0 => None,
             n => Some(n as usize),
+        }
+    }
+
+    /// The age, ms, past which a controller set resident pages to leave
+    /// before any pressure, if it did.
+    pub fn cold_age_ms(&self) -> Option<u32> {
+        match self.map.header().cold_age_ms.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n.min(u64::from(u32::MAX)) as u32),
         }
     }
 
@@ -298,9 +339,23 @@ impl LimitControl {
             .store(pages as u64, Ordering::Relaxed);
     }
 
+    /// Has every process of the run evict its resident pages untouched
+    /// for `ms` (as far as it can tell) before any pressure; 0: none.
+    pub fn set_cold_age_ms(&self, ms: u32) {
+        self.map
+            .header()
+            .cold_age_ms
+            .store(u64::from(ms), Ordering::Relaxed);
+    }
+
     /// Pages the processes of the run are charged now.
     pub fn charge(&self) -> usize {
         self.map.charge()
+    }
+
+    /// Pages the processes of the run have swapped out now.
+    pub fn swapped(&self) -> usize {
+        self.map.swapped()
     }
 
     /// Time the threads of the run's processes, live or gone, have waited
@@ -313,6 +368,22 @@ impl LimitControl {
             .map(|s| s.stall_ns.load(Ordering::Relaxed))
             .sum();
         live + self.map.header().retired_stall_ns.load(Ordering::Acquire)
+    }
+
+    /// CPU time the reclaimers of the run's processes, live or gone, have
+    /// used so far, ns.
+    pub fn background_ns(&self) -> u64 {
+        self.map.sweep(usize::MAX);
+        let live: u64 = self
+            .map
+            .live_slots()
+            .map(|s| s.background_ns.load(Ordering::Relaxed))
+            .sum();
+        live + self
+            .map
+            .header()
+            .retired_background_ns
+            .load(Ordering::Acquire)
     }
 }
 
@@ -329,11 +400,11 @@ mod tests {
         let path = std::env::temp_dir().join(format!("uzswap-shared-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let a = SharedLimit::open(&path).unwrap();
-        a.publish(100);
+        a.publish(100, 0);
         // A second view in this process stands for another process.
         let b = SharedLimit::open(&path).unwrap();
         assert_ne!(a.mine, b.mine);
-        b.publish(50);
+        b.publish(50, 0);
         assert_eq!(a.total(), 150);
         assert_eq!(b.total(), 150);
         b.leave();
@@ -364,17 +435,28 @@ mod tests {
         control.set_limit(4096);
         assert_eq!(a.controlled_limit(), Some(4096));
         assert_eq!(b.controlled_limit(), Some(4096));
-        a.publish(100);
-        b.publish(20);
+        assert_eq!(a.cold_age_ms(), None);
+        control.set_cold_age_ms(1500);
+        assert_eq!(b.cold_age_ms(), Some(1500));
+        control.set_cold_age_ms(0);
+        assert_eq!(b.cold_age_ms(), None);
+        a.publish(100, 7);
+        b.publish(20, 3);
         assert_eq!(control.charge(), 120);
+        assert_eq!(control.swapped(), 10);
         a.add_stall(1_000);
         b.add_stall(500);
         b.add_stall(500);
         assert_eq!(control.stall_ns(), 2_000);
-        // A process that leaves keeps its stall in the total.
+        a.publish_background(40);
+        b.publish_background(60);
+        assert_eq!(control.background_ns(), 100);
+        // A process that leaves keeps its stall and its reclaimer's time
+        // in the totals.
         drop(b);
         assert_eq!(control.charge(), 100);
         assert_eq!(control.stall_ns(), 2_000);
+        assert_eq!(control.background_ns(), 100);
         // So does one that died without leaving.
         let dead = a.slot(9);
         dead.pid.store(u32::MAX - 1, Ordering::Relaxed); // no such pid
@@ -393,7 +475,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("uzswap-shared-exec-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let before_exec = SharedLimit::open(&path).unwrap();
-        before_exec.publish(300);
+        before_exec.publish(300, 0);
         // The exec'd image never drops the old view, and starts with no
         // view open.
         let stale_slot = before_exec.mine;
@@ -402,7 +484,7 @@ mod tests {
         let after_exec = SharedLimit::open(&path).unwrap();
         assert_eq!(after_exec.mine, stale_slot);
         assert_eq!(after_exec.total(), 0, "the stale 300 pages no longer count");
-        after_exec.publish(20);
+        after_exec.publish(20, 0);
         assert_eq!(after_exec.total(), 20);
         drop(after_exec);
         let _ = std::fs::remove_file(&path);

@@ -408,9 +408,57 @@ fn two_runtimes_share_one_limit() {
     let _ = std::fs::remove_file(&path);
 }
 
+#[test]
+fn cold_pages_leave_before_pressure_and_hot_ones_come_back() {
+    let path = std::env::temp_dir().join(format!("uzswap-cold-test-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let control = runtime::LimitControl::open(&path).unwrap();
+    // A limit far above the program: nothing is evicted for pressure.
+    let rt = Runtime::new(RuntimeConfig {
+        shared_limit_file: Some(path.clone()),
+        ..config(1 << 14)
+    })
+    .unwrap();
+    let region = rt.alloc(512 * PAGE).unwrap();
+    // SAFETY: this thread alone uses the region.
+    let m = unsafe { region.as_mut_slice() };
+    for i in 0..512 {
+        fill(&mut m[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    // Untouched for over a second: all of it is cold memory by age, and
+    // none of it left.
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let s = rt.stats();
+    assert_eq!(s.cold_1s_bytes, (512 * PAGE) as u64, "{s:?}");
+    assert_eq!(s.cold_10s_bytes, 0);
+    assert_eq!(s.evicted_pages, 0);
+    // Pages untouched for 100 ms leave now, while the program writes
+    // its 16 hot pages.
+    control.set_cold_age_ms(100);
+    let mut version = 1;
+    wait_until("the cold pages leave", || {
+        version += 1;
+        for i in 0..16 {
+            fill(&mut m[i * PAGE..(i + 1) * PAGE], i, version);
+        }
+        rt.stats().resident_pages <= 32
+    });
+    let s = rt.stats();
+    assert!(s.pgsteal_proactive >= 480, "{s:?}");
+    assert_eq!(s.pgsteal_proactive, s.evicted_pages, "no pressure: {s:?}");
+    control.set_cold_age_ms(0);
+    let mut expect = vec![0u8; PAGE];
+    for i in 0..512 {
+        fill(&mut expect, i, if i < 16 { version } else { 1 });
+        assert!(m[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    drop((region, rt));
+    let _ = std::fs::remove_file(&path);
+}
+
 /// Waits up to 20 s for `cond`, polling; panics naming `what` if it never
 /// holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !cond() {
         assert!(

@@ -487,7 +487,8 @@ impl Pager {
         self.record_limit(self.limit_pages());
         self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
         if let Some(s) = &self.shared {
-            s.publish(self.charge());
+            let dev = self.swap.device();
+            s.publish(self.charge(), dev.nr_slots() - dev.free_slots());
         }
     }
 

@@ -20,6 +20,23 @@
 //!   once: a short run that stalls early is not pushed again.
 //! * Over it, the limit backs off up, by [`BACKOFF`] times the share over
 //!   the target, at most [`MAX_BACKOFF`] a tick: fast up, slow down.
+//! * **Cold pages leave before pressure.** The controller also sets a cold
+//!   age: every runtime of the run evicts the resident pages untouched
+//!   that long (no fault and no tracked write since), whatever the limit.
+//!   It starts at [`COLD_AGE_START_MS`] and follows the stall as the limit
+//!   does: shorter while under the target, up to twice as long a tick
+//!   over it.
+//! * **No debt past the budget.** What the run has swapped out is stall
+//!   it may still have to pay ([`SWAPIN_COST_NS`] a page): a program that
+//!   reads all its data again at the end (a digest, a teardown) pays for
+//!   every page evicted. While the wait spent so far plus bringing all of
+//!   it back would pass the budget, nothing more leaves (no probe, no cold
+//!   age). Early in a run this bounds the savings (at 5%, 20 MB a second
+//!   of run); a service that runs for minutes is not bound by it.
+//!
+//! The wait counts the reclaimers' CPU time that ran while no CPU was
+//! idle (`Crowding`): where the program keeps every CPU busy, the
+//! reclaimer's compression is its time taken.
 //!
 //! The limit stays between [`FLOOR_BYTES`] and the ceiling (`--limit`, or
 //! this machine's memory). The share counts every thread's wait: a program
@@ -56,6 +73,19 @@ pub const FLOOR_BYTES: usize = 16 << 20;
 /// Share of the run's stall budget (target share × wall time so far)
 /// past which the limit stops probing down.
 pub const PROBE_BUDGET: f64 = 0.75;
+/// The cold age a run starts with: resident pages untouched for a second
+/// leave before any pressure (a program of under a second keeps all).
+pub const COLD_AGE_START_MS: f64 = 1_000.0;
+/// The youngest cold age.
+pub const COLD_AGE_MIN_MS: f64 = 250.0;
+/// The oldest cold age.
+pub const COLD_AGE_MAX_MS: f64 = 120_000.0;
+/// Most the cold age shortens in one tick under the target.
+pub const COLD_PROBE: f64 = 0.15;
+/// What bringing one swapped-out page back costs the program, ns: a
+/// random swap-in fault's median on this project's machines (9–15 µs,
+/// BENCHMARKS.md's `bench faults`).
+pub const SWAPIN_COST_NS: f64 = 10_000.0;
 
 const PAGE: usize = 4096;
 
@@ -70,6 +100,8 @@ pub struct Sample {
     pub charge_pages: usize,
     /// Stall over wall time in the tick.
     pub stall_share: f64,
+    /// The cold age set, ms (0: none).
+    pub cold_age_ms: u32,
 }
 
 /// The limit policy: readings in, limit out.
@@ -84,6 +116,15 @@ pub struct Controller {
     last_charge_pages: usize,
     /// Wall time of every tick so far, ns.
     wall_ns: u64,
+    /// Resident pages untouched this long leave before pressure, ms.
+    cold_age_ms: f64,
+    /// The charge is under the floor: too little to save anything yet.
+    small: bool,
+    /// Pages the run has swapped out now.
+    swapped_pages: usize,
+    /// Bringing every swapped-out page back would take more than the
+    /// run's stall budget has left: nothing more leaves for now.
+    in_debt: bool,
 }
 
 impl Controller {
@@ -99,6 +140,26 @@ impl Controller {
             last_stall_ns: 0,
             last_charge_pages: 0,
             wall_ns: 0,
+            cold_age_ms: COLD_AGE_START_MS,
+            small: true,
+            swapped_pages: 0,
+            in_debt: false,
+        }
+    }
+
+    /// The run has `pages` swapped out now (read before each tick): what
+    /// the program would wait for if it touched them all again.
+    pub fn swapped_out(&mut self, pages: usize) {
+        self.swapped_pages = pages;
+    }
+
+    /// The cold age now, ms: resident pages untouched that long leave
+    /// before any pressure (0: none, while the run is under the floor).
+    pub fn cold_age_ms(&self) -> u32 {
+        if self.small || self.in_debt {
+            0
+        } else {
+            self.cold_age_ms as u32
         }
     }
 
@@ -116,16 +177,24 @@ impl Controller {
         let share = crate::report::stall_share(waited, wall);
         self.wall_ns += wall.as_nanos() as u64;
         let budget = self.target * self.wall_ns as f64;
-        let in_budget = (self.last_stall_ns as f64) <= PROBE_BUDGET * budget;
+        // What the run has spent of its budget, and what bringing back all
+        // it has swapped out would spend: a program that reads everything
+        // again (a digest, a teardown, a final pass) must still end
+        // within its slowdown, so no more leaves while that is over.
+        let spent = self.last_stall_ns as f64;
+        self.in_debt = spent + self.swapped_pages as f64 * SWAPIN_COST_NS > budget;
+        let in_budget = spent <= PROBE_BUDGET * budget && !self.in_debt;
         let limit = self.limit_pages as f64;
         let charge = charge_pages as f64;
         let growth = charge / (self.last_charge_pages.max(1) as f64);
         let growing = growth > 1.0 + GROWTH;
         self.last_charge_pages = charge_pages;
-        if charge_pages < self.floor_pages && share <= self.target {
+        self.small = charge_pages < self.floor_pages && share <= self.target;
+        if self.small {
             // Too little to save anything yet (a program starting).
             return (self.limit_pages, share);
         }
+        self.tick_cold_age(share, in_budget);
         let next = if share > self.target {
             let over = (share / self.target - 1.0).max(0.0);
             limit * (1.0 + (BACKOFF * over).min(MAX_BACKOFF))
@@ -157,6 +226,25 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// The cold age follows the stall as the limit does, on its own
+    /// scale: over the target it lengthens, up to twice a tick (the pages
+    /// that left were not cold: they are faulting back); under it, within
+    /// the run's budget, it shortens by up to [`COLD_PROBE`], less the
+    /// closer the share is to the target, so cold pages leave sooner.
+    fn tick_cold_age(&mut self, share: f64, in_budget: bool) {
+        let age = self.cold_age_ms;
+        let next = if share > self.target {
+            age * (1.0 + (share / self.target - 1.0).min(1.0))
+        } else if in_budget {
+            age * (1.0 - COLD_PROBE * (1.0 - share / self.target))
+        } else {
+            age
+        };
+        self.cold_age_ms = next.clamp(COLD_AGE_MIN_MS, COLD_AGE_MAX_MS);
+    }
+}
+
 /// Ticks `controller` against the run's shared limit until `stop` says
 /// so (or its sender goes); returns every tick's sample. The limit is
 /// left to the ceiling at the end.
@@ -168,22 +256,88 @@ pub fn run_controller(
     let start = Instant::now();
     let mut samples = Vec::new();
     let mut last = start;
+    let mut crowding = Crowding::new(control.background_ns());
     // Until told to stop, or the sender goes.
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
         let now = Instant::now();
         let charge = control.charge();
-        let (limit, share) = controller.tick(now - last, control.stall_ns(), charge);
+        controller.swapped_out(control.swapped());
+        let crowded_ns = crowding.tick(control.background_ns());
+        let (limit, share) = controller.tick(now - last, control.stall_ns() + crowded_ns, charge);
         control.set_limit(limit);
+        control.set_cold_age_ms(controller.cold_age_ms());
         last = now;
         samples.push(Sample {
             at: now - start,
             limit_pages: limit,
             charge_pages: charge,
             stall_share: share,
+            cold_age_ms: controller.cold_age_ms(),
         });
     }
     control.set_limit(0);
+    control.set_cold_age_ms(0);
     samples
+}
+
+/// The reclaimers' CPU time that ran while no CPU was idle: the
+/// program's own time taken (its threads could have run there), counted
+/// as stall. Where a CPU stood idle, work beside the program cost it
+/// nothing (a single-threaded program on two CPUs); where the program
+/// keeps every CPU busy (a server and its clients), every reclaimer
+/// second is a second of its. Machine-wide idle time from `/proc/stat`
+/// (its 10 ms resolution is fine at [`TICK`]); without it, nothing counts.
+#[derive(Debug)]
+struct Crowding {
+    background_ns: u64,
+    idle_ns: Option<u64>,
+    /// So far.
+    crowded_ns: u64,
+}
+
+impl Crowding {
+    fn new(background_ns: u64) -> Self {
+        Self {
+            background_ns,
+            idle_ns: idle_ns(),
+            crowded_ns: 0,
+        }
+    }
+
+    /// The crowded time so far, after a tick whose reclaimers' total is
+    /// `background_ns`.
+    fn tick(&mut self, background_ns: u64) -> u64 {
+        let worked = background_ns.saturating_sub(self.background_ns);
+        self.background_ns = self.background_ns.max(background_ns);
+        let idle = idle_ns();
+        if let (Some(now), Some(before)) = (idle, self.idle_ns) {
+            self.crowded_ns += crowded(worked, now.saturating_sub(before));
+        }
+        self.idle_ns = idle;
+        self.crowded_ns
+    }
+}
+
+/// Of `worked` ns of background CPU time in a tick in which the machine's
+/// CPUs stood idle `idle` ns together, what could only have been taken
+/// from the program.
+fn crowded(worked: u64, idle: u64) -> u64 {
+    worked.saturating_sub(idle)
+}
+
+/// Idle time of all CPUs together since boot, ns (`idle` and `iowait` of
+/// `/proc/stat`'s `cpu` line, in clock ticks).
+fn idle_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let ticks = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks * (1_000_000_000 / hz as u64))
 }
 
 /// A controller ticking on its thread.
@@ -224,6 +378,8 @@ pub struct Summary {
     pub mean_charge_bytes: usize,
     /// Stall over wall time, all ticks together.
     pub stall_share: f64,
+    /// Shortest cold age set, ms (0: none was).
+    pub min_cold_age_ms: u32,
 }
 
 /// Sums up `samples` (ticks of equal length).
@@ -239,6 +395,12 @@ pub fn summarize(samples: &[Sample]) -> Summary {
             as usize
             * PAGE,
         stall_share: samples.iter().map(|s| s.stall_share).sum::<f64>() / n,
+        min_cold_age_ms: samples
+            .iter()
+            .map(|s| s.cold_age_ms)
+            .filter(|&a| a > 0)
+            .min()
+            .unwrap_or(0),
     }
 }
 
@@ -386,6 +548,61 @@ mod tests {
         let mut c = Controller::new(0.05, GB);
         let (limit, _) = c.tick(TICK, 0, FLOOR_BYTES / PAGE / 2);
         assert_eq!(limit, GB / PAGE);
+        assert_eq!(c.cold_age_ms(), 0, "no page leaves before pressure");
+    }
+
+    #[test]
+    fn nothing_more_leaves_while_bringing_it_all_back_would_pass_the_budget() {
+        let mut c = Controller::new(0.10, GB);
+        let charge = GB / PAGE / 4;
+        settle(&mut c, charge);
+        // A quiet run swapped out all it could pay for: 10% of the
+        // ticks' time at SWAPIN_COST_NS a page.
+        let wall_ns = (c.wall_ns + TICK.as_nanos() as u64) as f64;
+        let affordable = (c.target_share() * wall_ns / SWAPIN_COST_NS) as usize;
+        c.swapped_out(affordable + 1);
+        let (held, _) = c.tick(TICK, 0, charge);
+        assert_eq!(held, charge, "no probe under the charge");
+        assert_eq!(c.cold_age_ms(), 0, "no cold page leaves");
+        // Time pays the debt off: probing again.
+        for _ in 0..4 {
+            c.tick(TICK, 0, charge);
+        }
+        let (probed, _) = c.tick(TICK, 0, charge);
+        assert!(probed < charge && c.cold_age_ms() > 0, "{probed}");
+    }
+
+    #[test]
+    fn the_cold_age_shortens_while_quiet_and_lengthens_fast_on_stalls() {
+        let mut c = Controller::new(0.05, GB);
+        let charge = GB / PAGE / 2;
+        c.tick(TICK, 0, charge);
+        let start = c.cold_age_ms();
+        assert!(start > 0 && f64::from(start) < COLD_AGE_START_MS);
+        // Quiet: down to the shortest, never under it.
+        let mut ticks = 1;
+        while f64::from(c.cold_age_ms()) > COLD_AGE_MIN_MS && ticks < 100 {
+            c.tick(TICK, 0, charge);
+            ticks += 1;
+        }
+        assert_eq!(f64::from(c.cold_age_ms()), COLD_AGE_MIN_MS);
+        assert!(ticks > 5, "{ticks} ticks: a probe, not a jump");
+        // A tick spent waiting, far over the target: twice as long at
+        // once; then held while the run's wait is over its budget, and no
+        // page leaves meanwhile.
+        let tick_ns = TICK.as_nanos() as u64;
+        c.tick(TICK, tick_ns / 2, charge);
+        assert_eq!(c.cold_age_ms, 2.0 * COLD_AGE_MIN_MS);
+        assert_eq!(c.cold_age_ms(), 0);
+        c.tick(TICK, tick_ns / 2, charge);
+        assert_eq!(c.cold_age_ms, 2.0 * COLD_AGE_MIN_MS);
+        // Stalls that go on: up to the longest, never over it.
+        let mut stall = tick_ns / 2;
+        for _ in 0..100 {
+            stall += tick_ns / 2;
+            c.tick(TICK, stall, charge);
+        }
+        assert_eq!(c.cold_age_ms, COLD_AGE_MAX_MS);
     }
 
     #[test]
@@ -418,14 +635,32 @@ mod tests {
     }
 
     #[test]
+    fn background_work_counts_only_where_no_cpu_stood_idle() {
+        assert_eq!(crowded(100, 250), 0, "an idle CPU took it");
+        assert_eq!(crowded(100, 0), 100, "every CPU busy");
+        assert_eq!(crowded(100, 40), 60);
+        assert!(idle_ns().is_some(), "/proc/stat reads");
+        let mut c = Crowding::new(1_000);
+        // A total that goes back (a slot swept) counts nothing.
+        let before = c.crowded_ns;
+        assert_eq!(c.tick(500), before);
+    }
+
+    #[test]
     fn a_summary_reads_the_ticks() {
-        let s = |limit, charge, share| Sample {
+        let s = |limit, charge, share, cold_age_ms| Sample {
             at: Duration::ZERO,
             limit_pages: limit,
             charge_pages: charge,
             stall_share: share,
+            cold_age_ms,
         };
-        let sum = summarize(&[s(100, 50, 0.0), s(80, 70, 0.1), s(90, 60, 0.05)]);
+        let sum = summarize(&[
+            s(100, 50, 0.0, 0),
+            s(80, 70, 0.1, 700),
+            s(90, 60, 0.05, 900),
+        ]);
+        assert_eq!(sum.min_cold_age_ms, 700);
         assert_eq!(sum.min_limit_bytes, 80 * PAGE);
         assert_eq!(sum.end_limit_bytes, 90 * PAGE);
         assert_eq!(sum.mean_charge_bytes, 60 * PAGE);

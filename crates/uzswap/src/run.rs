@@ -491,9 +491,10 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         if let Some(samples) = &outcome.control {
             let s = launch::control::summarize(samples);
             eprintln!(
-                "uzswap: limit found: {} at the end, {} at the lowest; charge {} on average; threads waited on uzswap {:.1}% of the time ({} ticks of {} ms)",
+                "uzswap: limit found: {} at the end, {} at the lowest; cold age {:.2} s at the shortest; charge {} on average; threads waited on uzswap {:.1}% of the time ({} ticks of {} ms)",
                 human_size(s.end_limit_bytes as u64),
                 human_size(s.min_limit_bytes as u64),
+                f64::from(s.min_cold_age_ms) / 1000.0,
                 human_size(s.mean_charge_bytes as u64),
                 100.0 * s.stall_share,
                 samples.len(),
@@ -557,6 +558,11 @@ fn plot_control(
                 line("stall share", &|s| 100.0 * s.stall_share),
                 line("target", &|_| target),
             ],
+        ),
+        (
+            "cold age: resident pages untouched this long leave before pressure",
+            "seconds",
+            vec![line("cold age", &|s| f64::from(s.cold_age_ms) / 1000.0)],
         ),
     ];
     timeline(

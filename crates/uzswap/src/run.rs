@@ -644,6 +644,15 @@ fn savings_rows(
                 .map(|x| format!("{x:.2}x"))
                 .unwrap_or_else(|| "- (pool empty)".into()),
         ),
+        (
+            "resident, untouched for",
+            format!(
+                "1s+: {}, 10s+: {}, 60s+: {} (no fault or tracked write since)",
+                human_size(r.runtime.cold_1s_bytes),
+                human_size(r.runtime.cold_10s_bytes),
+                human_size(r.runtime.cold_60s_bytes)
+            ),
+        ),
     ]
 }
 
@@ -698,6 +707,10 @@ mod tests {
         assert!(row("memory saved").starts_with("-8K "), "{rows:?}");
         assert!(row("stall share").starts_with("5.0% "), "{rows:?}");
         assert!(row("compression ratio").starts_with("- "), "{rows:?}");
+        r.runtime.cold_1s_bytes = 3 << 20;
+        let rows = savings_rows(&r, None);
+        let row = |n: &str| rows.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        assert!(row("resident, untouched for").starts_with("1s+: 3M,"), "{rows:?}");
     }
 
     #[derive(clap::Parser)]

@@ -710,7 +710,10 @@ mod tests {
         r.runtime.cold_1s_bytes = 3 << 20;
         let rows = savings_rows(&r, None);
         let row = |n: &str| rows.iter().find(|(k, _)| *k == n).unwrap().1.clone();
-        assert!(row("resident, untouched for").starts_with("1s+: 3M,"), "{rows:?}");
+        assert!(
+            row("resident, untouched for").starts_with("1s+: 3M,"),
+            "{rows:?}"
+        );
     }
 
     #[derive(clap::Parser)]

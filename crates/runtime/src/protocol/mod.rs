@@ -345,9 +345,11 @@ pub struct State {
     /// Threads sleeping until `changes` moves.
     pub sleepers: u32,
     /// The age clock, ms (wrapping): the reclaimer sets it every tick, the
-    /// model moves it by hand. Each LRU record is stamped with it, so the
-    /// LRU is oldest first by it too (a page passed over for being pinned
-    /// or in a region going keeps its stamp).
+    /// model moves it as each eviction pass ends. Each LRU record is
+    /// stamped with it, so the LRU is nearly oldest first by it too: a
+    /// page passed over for being pinned or in a region going keeps its
+    /// older stamp behind younger ones, and a cold pass that meets a
+    /// younger one first leaves it for a later pass.
     pub clock: u32,
 }
 

@@ -167,15 +167,23 @@ pub fn bars(path: &Path, title: &str, unit: &str, bars: &[Bar]) -> Result<(), Be
     }
     let color = |g: &str| COLORS[groups.iter().position(|x| *x == g).unwrap_or(0) % COLORS.len()];
     let height = 120 + 42 * bars.len() as u32;
-    let root = BitMapBackend::new(path, (1000, height)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let max = bars.iter().map(|b| b.value).fold(0.0, f64::max).max(1e-9) * 1.5;
+    // Room on the right for the legend, beside the longest bar.
+    let max = bars.iter().map(|b| b.value).fold(0.0, f64::max).max(1e-9) * 2.0;
     let n = bars.len();
+    // Room on the left for the longest label (about 8 px a character).
+    let longest = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_area = (longest as u32 * 8 + 24).clamp(260, 600);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(40)
-        .y_label_area_size(260)
+        .y_label_area_size(label_area)
         .build_cartesian_2d(0.0..max, (0..n - 1).into_segmented())
         .map_err(err)?;
     chart

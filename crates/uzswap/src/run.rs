@@ -560,7 +560,7 @@ fn plot_control(
             ],
         ),
         (
-            "cold age: resident pages untouched this long leave before pressure",
+            "cold age: resident pages untouched this long leave before pressure (0: none leave now)",
             "seconds",
             vec![line("cold age", &|s| f64::from(s.cold_age_ms) / 1000.0)],
         ),

@@ -361,29 +361,29 @@ impl LimitControl {
     /// Time the threads of the run's processes, live or gone, have waited
     /// on uzswap so far, ns.
     pub fn stall_ns(&self) -> u64 {
-        self.map.sweep(usize::MAX);
-        let live: u64 = self
-            .map
-            .live_slots()
-            .map(|s| s.stall_ns.load(Ordering::Relaxed))
-            .sum();
-        live + self.map.header().retired_stall_ns.load(Ordering::Acquire)
+        self.total(|s| &s.stall_ns, |h| &h.retired_stall_ns)
     }
 
     /// CPU time the reclaimers of the run's processes, live or gone, have
     /// used so far, ns.
     pub fn background_ns(&self) -> u64 {
+        self.total(|s| &s.background_ns, |h| &h.retired_background_ns)
+    }
+
+    /// A total over the live slots' `field` and what the slots cleared
+    /// left in the header's `retired` (dead processes swept first).
+    fn total(
+        &self,
+        field: impl Fn(&Slot) -> &AtomicU64,
+        retired: impl Fn(&Header) -> &AtomicU64,
+    ) -> u64 {
         self.map.sweep(usize::MAX);
         let live: u64 = self
             .map
             .live_slots()
-            .map(|s| s.background_ns.load(Ordering::Relaxed))
+            .map(|s| field(s).load(Ordering::Relaxed))
             .sum();
-        live + self
-            .map
-            .header()
-            .retired_background_ns
-            .load(Ordering::Acquire)
+        live + retired(self.map.header()).load(Ordering::Acquire)
     }
 }
 

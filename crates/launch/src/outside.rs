@@ -44,6 +44,7 @@ pub fn report_of(pid: u32, limit_bytes: usize, pager: &remote::Pager) -> Process
         folio_swapins: p.folio_swapins,
         around_pages: p.around_pages,
         evicted_pages: p.evicted_pages,
+        pgsteal_proactive: p.pgsteal_proactive,
         evict_failures: p.evict_failures,
         stall_ns: p.stall_ns,
         wp_faults: p.wp_faults,

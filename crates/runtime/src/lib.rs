@@ -148,6 +148,7 @@ mod uffd;
 
 pub use config::{InjectFailure, RuntimeConfig};
 pub use counters::RuntimeStats;
+pub use protocol::MAX_HEAT;
 pub use reclaim::{throttle_headroom_bytes, COMPACT_INTERVAL, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
 pub use runtime::Runtime;

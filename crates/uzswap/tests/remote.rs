@@ -297,6 +297,43 @@ fn uzswap_stats_reads_a_static_programs_live_counters() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn a_static_programs_cold_pages_leave_before_pressure() {
+    use std::process::Stdio;
+    if !is_root() {
+        return; // run as root here; an unprivileged user is paged the same way
+    }
+    let dir = tempdir("cold");
+    let bin = compile_static("statichold", &dir);
+    // No limit: the controller's, far above the program, and its cold age.
+    let mut run = Command::new(UZSWAP)
+        .args(["run", "-q", "--max-slowdown", "10%", "--"])
+        .arg(&bin)
+        .arg("64")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, pid) = ready_pid(&mut run);
+    // The program waits untouched: its pages leave for their age (16 MiB
+    // of its 64), though nothing presses.
+    let mut last = String::new();
+    let left = wait_for(60, || {
+        let out = Command::new(UZSWAP)
+            .args(["stats", "--raw", &pid.to_string()])
+            .output()
+            .unwrap();
+        last = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        let cold = launch::report::ProcessReport::parse(&text(&out.stdout))
+            .map_or(0, |r| r.runtime.pgsteal_proactive);
+        out.status.success() && cold > 4096
+    });
+    assert!(left, "uzswap stats {pid}: {last}");
+    let rest = release_held(run, lines);
+    assert_eq!(rest.last().map(String::as_str), Some("ok"), "{rest:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn rss_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status

@@ -36,7 +36,7 @@ use crate::mem::{self, Pagemap};
 use crate::uffd;
 use common::PAGE_SIZE;
 use record::RecordedFault;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +47,8 @@ use zswap::Swap;
 /// Pages evicted together (one protection, one read, one store and one
 /// injection per batch).
 pub const EVICT_BATCH: usize = 256;
+/// Most batches one cold pass evicts (each an injected discard): 8 MiB.
+pub const COLD_BATCHES: usize = 8;
 /// Bytes of the target's scratch page: the ranges of one batch (16 bytes
 /// each, at most one a victim) fit.
 const SCRATCH_BYTES: usize = EVICT_BATCH * 16;
@@ -123,6 +125,9 @@ pub struct PagerStats {
     pub wp_faults: u64,
     /// Pages evicted.
     pub evicted_pages: u64,
+    /// Of them, those evicted for their age before any pressure (older
+    /// than the cold age a `--max-slowdown` controller set).
+    pub pgsteal_proactive: u64,
     /// Evictions undone (protection, read, store or discard failed).
     pub evict_failures: u64,
     /// Injections into the target (one stop of one thread each).
@@ -244,6 +249,20 @@ pub struct Pager {
     pages: BTreeMap<usize, Page>,
     /// Where reclaim's sweep over the address space goes on from.
     hand: usize,
+    /// Pages made resident (faulted in, first touched, adopted) since the
+    /// last cold pass: younger than one cold age, so the next pass spares
+    /// them; the pages resident through a whole cold age without a fault
+    /// are the ones it takes (two generations, as MGLRU's oldest two).
+    young: HashSet<usize>,
+    /// Pages a thread's fault brought back from the store: `(heat, passes
+    /// left)`. Each such swap-in raises the heat (at most
+    /// `runtime::MAX_HEAT`) and spares the page `2^heat - 1` cold passes
+    /// (a page read while resident shows no fault, so one that keeps
+    /// coming back is taken for a hot one); a page a cold pass evicts all
+    /// the same cools by one, as in-process.
+    heat: HashMap<usize, (u8, u8)>,
+    /// When the last cold pass ran.
+    last_cold_pass: Instant,
     registered: Vec<(usize, usize)>,
     pagemap: Pagemap,
     syscall_insn: u64,
@@ -314,6 +333,9 @@ impl Pager {
             swap: Swap::new(config.swap.clone())?,
             pages: BTreeMap::new(),
             hand: 0,
+            young: HashSet::new(),
+            heat: HashMap::new(),
+            last_cold_pass: Instant::now(),
             registered: Vec::new(),
             pagemap: Pagemap::open(pid)?,
             syscall_insn: find_syscall_insn(pid)?,
@@ -412,6 +434,7 @@ impl Pager {
             self.lingering
                 .retain(|&tid| !crate::inject::detach_when_stopped(pid, tid));
             self.reclaim()?;
+            self.cold_reclaim()?;
             self.publish();
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
@@ -493,6 +516,7 @@ impl Pager {
     }
 
     fn set_resident(&mut self, addr: usize) {
+        self.young.insert(addr);
         if self.pages.insert(addr, Page::Resident) != Some(Page::Resident) {
             self.stats.resident_pages += 1;
             self.stats.peak_resident_pages = self
@@ -504,6 +528,7 @@ impl Pager {
 
     /// Forgets the page at `addr` (the program discarded or unmapped it).
     fn forget(&mut self, addr: usize) {
+        self.heat.remove(&addr);
         match self.pages.remove(&addr) {
             Some(Page::Resident) => self.stats.resident_pages -= 1,
             Some(Page::Evicting(slot)) => {
@@ -687,6 +712,9 @@ impl Pager {
                     (Page::Stored(_), Some(_)) => self.folio_to_bring(addr),
                     _ => None,
                 };
+                if tid.is_some() {
+                    self.warm(addr);
+                }
                 match folio {
                     Some((lo, hi)) => self.swap_in_folio(addr, lo, hi)?,
                     None => self.swap_in_one(addr)?,
@@ -1141,22 +1169,86 @@ impl Pager {
         Ok(())
     }
 
+    /// Cold pages leave before pressure: once a cold age (set by a
+    /// `--max-slowdown` controller) has passed since the last pass, the
+    /// resident pages not made resident since are evicted, up to
+    /// [`COLD_BATCHES`] batches, and every page is old from then on.
+    fn cold_reclaim(&mut self) -> Result<(), PagerError> {
+        let Some(age) = self.shared.as_ref().and_then(|s| s.cold_age_ms()) else {
+            self.young.clear();
+            self.last_cold_pass = Instant::now();
+            return Ok(());
+        };
+        if self.forking()
+            || self.in_flight.active
+            || self.last_cold_pass.elapsed() < Duration::from_millis(u64::from(age))
+        {
+            return Ok(());
+        }
+        for _ in 0..COLD_BATCHES {
+            let (runs, spans) = self.pick_victims(EVICT_BATCH, true);
+            if runs.is_empty() {
+                break;
+            }
+            let victims: Vec<usize> = runs
+                .iter()
+                .flat_map(|&(s, n)| (0..n).map(move |i| s + i * PAGE_SIZE))
+                .collect();
+            let n = self.evict_protected(runs, spans)?;
+            self.stats.pgsteal_proactive += n as u64;
+            for a in victims {
+                self.cool(a);
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        self.young.clear();
+        // A pass gone by: one fewer for every page it spared.
+        self.heat.retain(|_, (heat, passes)| {
+            *passes = passes.saturating_sub(1);
+            *heat > 0 || *passes > 0
+        });
+        self.last_cold_pass = Instant::now();
+        Ok(())
+    }
+
+    /// A thread's fault brought `addr` back from the store: hotter, and
+    /// spared `2^heat - 1` cold passes.
+    fn warm(&mut self, addr: usize) {
+        let (heat, passes) = self.heat.entry(addr).or_default();
+        *heat = (*heat + 1).min(runtime::MAX_HEAT);
+        *passes = (1u8 << *heat) - 1;
+    }
+
+    /// A cold pass took `addr` all the same: cooler by one.
+    fn cool(&mut self, addr: usize) {
+        if let Some((heat, _)) = self.heat.get_mut(&addr) {
+            *heat = heat.saturating_sub(1);
+        }
+    }
+
     /// The fewest resident pages reclaim leaves: an eighth of the limit.
     fn min_resident(&self) -> usize {
         (self.limit_pages() / 8).max(2 * EVICT_BATCH)
     }
 
-    /// Picks `n` resident pages ([`sweep`]) and moves the hand on.
-    fn pick_victims(&mut self, n: usize) -> (Vec<Run>, Vec<Span>) {
+    /// Picks `n` resident pages ([`sweep`]), only old ones (not made
+    /// resident since the last cold pass) where `old_only`, and moves the
+    /// hand on.
+    fn pick_victims(&mut self, n: usize, old_only: bool) -> (Vec<Run>, Vec<Span>) {
         let pinned = self.guard.as_ref().map_or(&[][..], |g| g.pins.spans());
-        let (runs, spans, hand) = sweep(&self.pages, &self.registered, pinned, self.hand, n);
+        let (young, heat) = (&self.young, &self.heat);
+        let spared = |a: usize| young.contains(&a) || heat.get(&a).is_some_and(|&(_, p)| p > 0);
+        let kept = |a: usize| crate::pins::in_spans(pinned, a) || (old_only && spared(a));
+        let (runs, spans, hand) = sweep(&self.pages, &self.registered, &kept, self.hand, n);
         self.hand = hand;
         (runs, spans)
     }
 
     /// Evicts about `n` pages; returns how many were.
     fn evict_batch(&mut self, n: usize) -> Result<usize, PagerError> {
-        let (runs, spans) = self.pick_victims(n);
+        let (runs, spans) = self.pick_victims(n, false);
         if runs.is_empty() {
             return Ok(0);
         }
@@ -1532,14 +1624,15 @@ impl Pager {
 /// referenced bits: as oblivious as first-in first-out, but every resident
 /// page between two victims is a victim too, so that the batch is
 /// discarded as a few long ranges, each of which costs the target one
-/// round trip with the pager, its remove event). Returns the victims as
+/// round trip with the pager, its remove event), leaving out the pages
+/// `kept` says (pinned, or young for a cold pass). Returns the victims as
 /// runs; the ranges to discard: spans over victims and the empty or stored
 /// pages between them, never over a resident page that is not a victim,
 /// each within one of the `registered` ranges; and where the hand goes.
 fn sweep(
     pages: &BTreeMap<usize, Page>,
     registered: &[Span],
-    pinned: &[Span],
+    kept: &dyn Fn(usize) -> bool,
     hand: usize,
     n: usize,
 ) -> (Vec<Run>, Vec<Span>, usize) {
@@ -1561,7 +1654,7 @@ fn sweep(
             if p != Page::Resident {
                 continue;
             }
-            if crate::pins::in_spans(pinned, a) {
+            if kept(a) {
                 // Resident and kept: no span runs over it.
                 spans.extend(span.take());
                 continue;
@@ -1674,15 +1767,16 @@ mod tests {
 
     proptest::proptest! {
         /// The batch's discard never covers a resident page that is not a
-        /// victim (a pinned one included), nor memory outside the
+        /// victim (a pinned or young one included), nor memory outside the
         /// registered ranges; it takes as many victims as asked for (or
-        /// every resident page that is not pinned).
+        /// every resident page that is not kept).
         #[test]
         fn a_sweep_discards_only_its_victims(
             pages in address_space(),
             hand in 0usize..64,
             n in 1usize..40,
             pins in proptest::collection::vec((0usize..64, 1usize..4), 0..4),
+            young in proptest::collection::hash_set(0usize..64, 0..16),
         ) {
             let registered = [(0, 24 * PAGE_SIZE), (32 * PAGE_SIZE, 64 * PAGE_SIZE)];
             let mut held = crate::pins::Pins::default();
@@ -1690,15 +1784,15 @@ mod tests {
                 held.hold((at * PAGE_SIZE, (at + len) * PAGE_SIZE));
             }
             let pinned = held.spans();
-            let is_pinned = |a| crate::pins::in_spans(pinned, a);
-            let (runs, spans, next) = sweep(&pages, &registered, pinned, hand * PAGE_SIZE, n);
+            let kept = |a: usize| crate::pins::in_spans(pinned, a) || young.contains(&(a / PAGE_SIZE));
+            let (runs, spans, next) = sweep(&pages, &registered, &kept, hand * PAGE_SIZE, n);
             let victims: Vec<usize> = runs.iter().flat_map(|&(s, p)| (0..p).map(move |i| s + i * PAGE_SIZE)).collect();
             for &v in &victims {
-                proptest::prop_assert!(!is_pinned(v), "pinned {v:#x} is a victim");
+                proptest::prop_assert!(!kept(v), "kept {v:#x} is a victim");
             }
             let resident = pages
                 .iter()
-                .filter(|&(&a, &p)| p == Page::Resident && !is_pinned(a))
+                .filter(|&(&a, &p)| p == Page::Resident && !kept(a))
                 .count();
             proptest::prop_assert_eq!(victims.len(), n.min(resident));
             for &v in &victims {

@@ -154,7 +154,8 @@ impl Controller {
     }
 
     /// The cold age now, ms: resident pages untouched that long leave
-    /// before any pressure (0: none, while the run is under the floor).
+    /// before any pressure (0: none, while the run is under the floor or
+    /// bringing back all it swapped out would pass its budget).
     pub fn cold_age_ms(&self) -> u32 {
         if self.small || self.in_debt {
             0
@@ -166,6 +167,23 @@ impl Controller {
     /// The stall share aimed at.
     pub fn target_share(&self) -> f64 {
         self.target
+    }
+
+    /// The cold age follows the stall as the limit does, on its own
+    /// scale: over the target it lengthens, up to twice a tick (the pages
+    /// that left were not cold: they are faulting back); under it, within
+    /// the run's budget, it shortens by up to [`COLD_PROBE`], less the
+    /// closer the share is to the target, so cold pages leave sooner.
+    fn tick_cold_age(&mut self, share: f64, in_budget: bool) {
+        let age = self.cold_age_ms;
+        let next = if share > self.target {
+            age * (1.0 + (share / self.target - 1.0).min(1.0))
+        } else if in_budget {
+            age * (1.0 - COLD_PROBE * (1.0 - share / self.target))
+        } else {
+            age
+        };
+        self.cold_age_ms = next.clamp(COLD_AGE_MIN_MS, COLD_AGE_MAX_MS);
     }
 
     /// One tick of `wall` in which the run's total stall reached
@@ -223,25 +241,6 @@ impl Controller {
         };
         self.limit_pages = (next as usize).clamp(self.floor_pages, self.ceiling_pages);
         (self.limit_pages, share)
-    }
-}
-
-impl Controller {
-    /// The cold age follows the stall as the limit does, on its own
-    /// scale: over the target it lengthens, up to twice a tick (the pages
-    /// that left were not cold: they are faulting back); under it, within
-    /// the run's budget, it shortens by up to [`COLD_PROBE`], less the
-    /// closer the share is to the target, so cold pages leave sooner.
-    fn tick_cold_age(&mut self, share: f64, in_budget: bool) {
-        let age = self.cold_age_ms;
-        let next = if share > self.target {
-            age * (1.0 + (share / self.target - 1.0).min(1.0))
-        } else if in_budget {
-            age * (1.0 - COLD_PROBE * (1.0 - share / self.target))
-        } else {
-            age
-        };
-        self.cold_age_ms = next.clamp(COLD_AGE_MIN_MS, COLD_AGE_MAX_MS);
     }
 }
 

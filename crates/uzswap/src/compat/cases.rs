@@ -197,6 +197,7 @@ const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
 const GOMEM_GO: &str = include_str!("../../compat/gomem.go");
 const GONET_GO: &str = include_str!("../../compat/gonet.go");
+const GOHOT_GO: &str = include_str!("../../compat/gohot.go");
 const RUSTMEM_RS: &str = include_str!("../../compat/rustmem.rs");
 const MUSL: &str = "x86_64-unknown-linux-musl";
 /// Where a Go toolchain is looked for: Go's own installation, then the
@@ -703,6 +704,25 @@ pub const SAVINGS_CASES: &[Case] = &[
                 ctx.path("hotset.py"),
                 ctx.size.to_string(),
                 (3 * ctx.size).to_string(),
+            ]
+        },
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "go-service",
+        about: "a statically linked Go program (CGO_ENABLED=0) holds records of 256 bytes and serves lookups, all but one in 10,000 to the hottest 5%: paged from outside",
+        unit: "records",
+        needs: &[Need::OneOf(GO)],
+        quick: Sizes { size: 300_000, limit: 0 },
+        full: Sizes { size: 1_500_000, limit: 0 },
+        setup: |ctx| go_build(ctx, GOHOT_GO),
+        command: |ctx| {
+            vec![
+                ctx.path("gomem"),
+                ctx.size.to_string(),
+                (200 * ctx.size).to_string(),
             ]
         },
         outputs: &[],

@@ -31,7 +31,7 @@ use uzswap_bench::Progress;
 /// best fixed limit.
 #[derive(Args, Debug)]
 pub struct SavingsArgs {
-    /// Programs: `python-service`, `redis-hot`, or cases of `uzswap compat
+    /// Programs: `python-service`, `go-service`, `redis-hot`, or cases of `uzswap compat
     /// --list` (comma-separated).
     #[arg(
         long,

@@ -1106,6 +1106,7 @@ impl Pager {
         }
         self.held.clear();
         self.retry.clear();
+        self.young.clear();
         self.registered.clear();
         self.lingering.clear();
         self.scratch = None;

@@ -262,76 +262,69 @@ fn a_static_program_that_execs_is_paged_in_its_new_image_too() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn uzswap_stats_reads_a_static_programs_live_counters() {
+/// Runs `statichold MIB` under `uzswap run -q FLAGS`, waits (at most
+/// `secs`) until `uzswap stats --raw` of it shows `counter` over `over`,
+/// then has it check every byte: it must print "ok".
+fn hold_statically_until(
+    tag: &str,
+    flags: &[&str],
+    mib: &str,
+    secs: u64,
+    over: u64,
+    counter: fn(&launch::report::ProcessReport) -> u64,
+) {
     use std::process::Stdio;
-    if !is_root() {
-        return; // run as root here; an unprivileged user is paged the same way
-    }
-    let dir = tempdir("stats");
+    let dir = tempdir(tag);
     let bin = compile_static("statichold", &dir);
     let mut run = Command::new(UZSWAP)
-        .args(["run", "-q", "--limit", "8M", "--"])
+        .args(["run", "-q"])
+        .args(flags)
+        .arg("--")
         .arg(&bin)
-        .arg("32")
+        .arg(mib)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let (lines, pid) = ready_pid(&mut run);
-    // Its counters as `uzswap stats` reads them, once they show the eviction.
     let mut last = String::new();
-    let paged = wait_for(30, || {
+    let seen = wait_for(secs, || {
         let out = Command::new(UZSWAP)
             .args(["stats", "--raw", &pid.to_string()])
             .output()
             .unwrap();
         last = format!("{}{}", text(&out.stdout), text(&out.stderr));
-        let evicted = launch::report::ProcessReport::parse(&text(&out.stdout))
-            .map_or(0, |r| r.runtime.evicted_pages);
-        out.status.success() && evicted > 4096
+        let n = launch::report::ProcessReport::parse(&text(&out.stdout)).map_or(0, |r| counter(&r));
+        out.status.success() && n > over
     });
-    assert!(paged, "uzswap stats {pid}: {last}");
+    assert!(seen, "uzswap stats {pid}: {last}");
     let rest = release_held(run, lines);
     assert_eq!(rest.last().map(String::as_str), Some("ok"), "{rest:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn a_static_programs_cold_pages_leave_before_pressure() {
-    use std::process::Stdio;
+fn uzswap_stats_reads_a_static_programs_live_counters() {
     if !is_root() {
         return; // run as root here; an unprivileged user is paged the same way
     }
-    let dir = tempdir("cold");
-    let bin = compile_static("statichold", &dir);
+    // Its counters as `uzswap stats` reads them, once they show the eviction.
+    hold_statically_until("stats", &["--limit", "8M"], "32", 30, 4096, |r| {
+        r.runtime.evicted_pages
+    });
+}
+
+#[test]
+fn a_static_programs_cold_pages_leave_before_pressure() {
+    if !is_root() {
+        return; // run as root here; an unprivileged user is paged the same way
+    }
     // No limit: the controller's, far above the program, and its cold age.
-    let mut run = Command::new(UZSWAP)
-        .args(["run", "-q", "--max-slowdown", "10%", "--"])
-        .arg(&bin)
-        .arg("64")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (lines, pid) = ready_pid(&mut run);
     // The program waits untouched: its pages leave for their age (16 MiB
     // of its 64), though nothing presses.
-    let mut last = String::new();
-    let left = wait_for(60, || {
-        let out = Command::new(UZSWAP)
-            .args(["stats", "--raw", &pid.to_string()])
-            .output()
-            .unwrap();
-        last = format!("{}{}", text(&out.stdout), text(&out.stderr));
-        let cold = launch::report::ProcessReport::parse(&text(&out.stdout))
-            .map_or(0, |r| r.runtime.pgsteal_proactive);
-        out.status.success() && cold > 4096
+    hold_statically_until("cold", &["--max-slowdown", "10%"], "64", 60, 4096, |r| {
+        r.runtime.pgsteal_proactive
     });
-    assert!(left, "uzswap stats {pid}: {last}");
-    let rest = release_held(run, lines);
-    assert_eq!(rest.last().map(String::as_str), Some("ok"), "{rest:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn rss_bytes(pid: u32) -> u64 {

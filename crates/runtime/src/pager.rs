@@ -199,7 +199,7 @@ impl Pager {
     /// Publishes this process's charge to a shared limit.
     pub(crate) fn publish_charge(&self) {
         if let Some(s) = &self.env.live().shared {
-            s.publish(self.own_charge(), self.swapped_pages());
+            s.publish(self.own_charge());
         }
     }
 
@@ -221,8 +221,13 @@ impl Pager {
     /// Pages swapped out now, in the pool or on the file (each holds a
     /// swap slot; a clean page's kept slot too).
     pub fn swapped_pages(&self) -> usize {
-        let dev = self.env.live().own.device();
-        dev.nr_slots() - dev.free_slots()
+        self.env.live().own.device().used_slots()
+    }
+
+    /// The age clock now: ms since the runtime started (wrapping after 49
+    /// days; ages are differences).
+    pub fn age_clock_now(&self) -> u32 {
+        self.born.elapsed().as_millis() as u32
     }
 
     /// Bytes of the page-state tables of all regions in memory (for

@@ -77,7 +77,7 @@ impl Pager {
             while !self.stopping() && self.trim_pool() > 0 {}
             self.tick_age_clock();
             self.evict_cold();
-            self.publish_background();
+            self.publish_reclaim();
             if self.charged() <= self.limit() {
                 continue;
             }
@@ -202,17 +202,19 @@ impl Pager {
         self.drive(|cx| op.step(cx))
     }
 
-    /// Sets the age clock LRU records are stamped with: ms since the
-    /// runtime started (wrapping after 49 days; ages are differences).
+    /// Sets the age clock LRU records are stamped with.
     fn tick_age_clock(&self) {
-        let ms = self.born.elapsed().as_millis() as u32;
+        let ms = self.age_clock_now();
         self.lock().advance_clock(ms);
     }
 
-    /// Publishes this thread's CPU time in the shared limit, where there
-    /// is one: a `--max-slowdown` controller counts what of it ran while
-    /// no CPU was idle as the program's slowdown.
-    fn publish_background(&self) {
+    /// Publishes, every tick, in the shared limit where there is one, the
+    /// pages swapped out now (what bringing everything back would cost the
+    /// program) and this thread's CPU time (a `--max-slowdown` controller
+    /// counts what of it ran while no CPU was idle as the program's
+    /// slowdown): read every 250 ms, so not after every operation as the
+    /// charge is.
+    fn publish_reclaim(&self) {
         let Some(shared) = &self.env.live().shared else {
             return;
         };
@@ -222,7 +224,8 @@ impl Pager {
         };
         // SAFETY: a valid timespec to fill; the clock id is a constant.
         if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
-            shared.publish_background(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            let cpu_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+            shared.publish_reclaim(self.swapped_pages(), cpu_ns);
         }
     }
 

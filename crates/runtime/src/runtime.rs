@@ -10,12 +10,12 @@ use crate::pager::{new_live, store_config, Pager};
 use crate::protocol::{State, Tunables, PAGE};
 use crate::uffd::FaultMode;
 use crate::RuntimeError;
-
-/// The ages of [`RuntimeStats`]' cold bytes: 1 s, 10 s and 60 s.
-const COLD_AGES_MS: [u32; 3] = [1_000, 10_000, 60_000];
 use common::rate_limit::RateLimit;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
+
+/// The ages of [`RuntimeStats`]' cold bytes: 1 s, 10 s and 60 s.
+const COLD_AGES_MS: [u32; 3] = [1_000, 10_000, 60_000];
 use std::time::Duration;
 use zswap::Swap;
 
@@ -120,7 +120,7 @@ impl Runtime {
         // `own_charge` takes the state lock too.
         let (resident, pinned, cold) = {
             let mut st = self.inner.lock();
-            st.advance_clock(self.inner.born.elapsed().as_millis() as u32);
+            st.advance_clock(self.inner.age_clock_now());
             (st.resident, st.pinned_pages(), st.idle_pages(&COLD_AGES_MS))
         };
         let charged = self.inner.own_charge();

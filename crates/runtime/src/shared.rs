@@ -135,18 +135,16 @@ impl Mapping {
             .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
     }
 
-    /// Pages every live process of the limit is charged.
-    fn charge(&self) -> usize {
+    /// `field` summed over the live processes' slots.
+    fn live_sum(&self, field: impl Fn(&Slot) -> &AtomicU64) -> u64 {
         self.live_slots()
-            .map(|s| s.resident.load(Ordering::Relaxed) as usize)
+            .map(|s| field(s).load(Ordering::Relaxed))
             .sum()
     }
 
-    /// Pages every live process of the limit has swapped out.
-    fn swapped(&self) -> usize {
-        self.live_slots()
-            .map(|s| s.swapped.load(Ordering::Relaxed) as usize)
-            .sum()
+    /// Pages every live process of the limit is charged.
+    fn charge(&self) -> usize {
+        self.live_sum(|s| &s.resident) as usize
     }
 
     /// Clears `slot` (held by `owner`), keeping its stall in the header.
@@ -251,12 +249,11 @@ impl SharedLimit {
         self.map.slot(i)
     }
 
-    /// Records this process's charged pages, and the pages it has swapped
-    /// out (what bringing everything back would cost it).
-    pub fn publish(&self, charged: usize, swapped: usize) {
-        let slot = self.slot(self.mine);
-        slot.resident.store(charged as u64, Ordering::Relaxed);
-        slot.swapped.store(swapped as u64, Ordering::Relaxed);
+    /// Records this process's charged pages.
+    pub fn publish(&self, charged: usize) {
+        self.slot(self.mine)
+            .resident
+            .store(charged as u64, Ordering::Relaxed);
     }
 
     /// Resident pages of every process of the limit.
@@ -272,11 +269,13 @@ impl SharedLimit {
             .fetch_add(ns, Ordering::Relaxed);
     }
 
-    /// Records the CPU time this process's reclaimer has used so far, ns.
-    pub fn publish_background(&self, ns: u64) {
-        self.slot(self.mine)
-            .background_ns
-            .store(ns, Ordering::Relaxed);
+    /// Records the pages this process has swapped out (what bringing
+    /// everything back would cost it) and the CPU time its reclaimer has
+    /// used so far, ns.
+    pub fn publish_reclaim(&self, swapped: usize, background_ns: u64) {
+        let slot = self.slot(self.mine);
+        slot.swapped.store(swapped as u64, Ordering::Relaxed);
+        slot.background_ns.store(background_ns, Ordering::Relaxed);
     }
 
     /// The limit a controller set, in pages, if any.
@@ -355,7 +354,7 @@ impl LimitControl {
 
     /// Pages the processes of the run have swapped out now.
     pub fn swapped(&self) -> usize {
-        self.map.swapped()
+        self.map.live_sum(|s| &s.swapped) as usize
     }
 
     /// Time the threads of the run's processes, live or gone, have waited
@@ -378,12 +377,7 @@ impl LimitControl {
         retired: impl Fn(&Header) -> &AtomicU64,
     ) -> u64 {
         self.map.sweep(usize::MAX);
-        let live: u64 = self
-            .map
-            .live_slots()
-            .map(|s| field(s).load(Ordering::Relaxed))
-            .sum();
-        live + retired(self.map.header()).load(Ordering::Acquire)
+        self.map.live_sum(field) + retired(self.map.header()).load(Ordering::Acquire)
     }
 }
 
@@ -400,11 +394,11 @@ mod tests {
         let path = std::env::temp_dir().join(format!("uzswap-shared-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let a = SharedLimit::open(&path).unwrap();
-        a.publish(100, 0);
+        a.publish(100);
         // A second view in this process stands for another process.
         let b = SharedLimit::open(&path).unwrap();
         assert_ne!(a.mine, b.mine);
-        b.publish(50, 0);
+        b.publish(50);
         assert_eq!(a.total(), 150);
         assert_eq!(b.total(), 150);
         b.leave();
@@ -440,16 +434,16 @@ mod tests {
         assert_eq!(b.cold_age_ms(), Some(1500));
         control.set_cold_age_ms(0);
         assert_eq!(b.cold_age_ms(), None);
-        a.publish(100, 7);
-        b.publish(20, 3);
+        a.publish(100);
+        b.publish(20);
+        a.publish_reclaim(7, 40);
+        b.publish_reclaim(3, 60);
         assert_eq!(control.charge(), 120);
         assert_eq!(control.swapped(), 10);
         a.add_stall(1_000);
         b.add_stall(500);
         b.add_stall(500);
         assert_eq!(control.stall_ns(), 2_000);
-        a.publish_background(40);
-        b.publish_background(60);
         assert_eq!(control.background_ns(), 100);
         // A process that leaves keeps its stall and its reclaimer's time
         // in the totals.
@@ -475,7 +469,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("uzswap-shared-exec-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let before_exec = SharedLimit::open(&path).unwrap();
-        before_exec.publish(300, 0);
+        before_exec.publish(300);
         // The exec'd image never drops the old view, and starts with no
         // view open.
         let stale_slot = before_exec.mine;
@@ -484,7 +478,7 @@ mod tests {
         let after_exec = SharedLimit::open(&path).unwrap();
         assert_eq!(after_exec.mine, stale_slot);
         assert_eq!(after_exec.total(), 0, "the stale 300 pages no longer count");
-        after_exec.publish(20, 0);
+        after_exec.publish(20);
         assert_eq!(after_exec.total(), 20);
         drop(after_exec);
         let _ = std::fs::remove_file(&path);

@@ -218,6 +218,11 @@ impl SwapFile {
         self.slots.lock().free
     }
 
+    /// Slots in use: pages swapped out (or kept for a clean page).
+    pub fn used_slots(&self) -> usize {
+        self.nr_slots - self.free_slots()
+    }
+
     /// Bytes of this device's own tables that are resident: per slot up
     /// to the highest ever given out, its seal (8 bytes of checksum, or 24
     /// of nonce and tag) and its allocation bit, page-rounded. What a limit charges besides the pool

@@ -752,7 +752,7 @@ impl Swap {
         s.stored_pages = self.zswap.stored_pages() as u64;
         s.pool_total_size = self.zswap.pool_total_size() as u64;
         s.swap_cache_pages = self.cache.lock().pages.len() as u64;
-        s.swap_used_pages = (self.dev.nr_slots() - self.dev.free_slots()) as u64;
+        s.swap_used_pages = self.dev.used_slots() as u64;
         s
     }
 }

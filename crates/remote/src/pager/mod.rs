@@ -510,13 +510,15 @@ impl Pager {
         self.record_limit(self.limit_pages());
         self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
         if let Some(s) = &self.shared {
-            let dev = self.swap.device();
-            s.publish(self.charge(), dev.nr_slots() - dev.free_slots());
+            s.publish(self.charge());
+            s.publish_reclaim(self.swap.device().used_slots(), 0);
         }
     }
 
     fn set_resident(&mut self, addr: usize) {
-        self.young.insert(addr);
+        if self.cold_age_ms().is_some() {
+            self.young.insert(addr);
+        }
         if self.pages.insert(addr, Page::Resident) != Some(Page::Resident) {
             self.stats.resident_pages += 1;
             self.stats.peak_resident_pages = self
@@ -1175,8 +1177,12 @@ impl Pager {
     /// resident pages not made resident since are evicted, up to
     /// [`COLD_BATCHES`] batches, and every page is old from then on.
     fn cold_reclaim(&mut self) -> Result<(), PagerError> {
-        let Some(age) = self.shared.as_ref().and_then(|s| s.cold_age_ms()) else {
-            self.young.clear();
+        let Some(age) = self.cold_age_ms() else {
+            // Nothing is young while no cold age is set (pages are not
+            // tracked); when one is set again, a whole age from now.
+            if !self.young.is_empty() {
+                self.young.clear();
+            }
             self.last_cold_pass = Instant::now();
             return Ok(());
         };
@@ -1212,6 +1218,11 @@ impl Pager {
         });
         self.last_cold_pass = Instant::now();
         Ok(())
+    }
+
+    /// The cold age a `--max-slowdown` controller set, if any.
+    fn cold_age_ms(&self) -> Option<u32> {
+        self.shared.as_ref().and_then(|s| s.cold_age_ms())
     }
 
     /// A thread's fault brought `addr` back from the store: hotter, and

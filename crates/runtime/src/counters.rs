@@ -66,6 +66,10 @@ common::counters! {
     /// Of `evicted_pages`, those evicted clean: unwritten since swap-in,
     /// so only unmapped (nothing compressed, stored or written).
     evicted_clean: u64,
+    /// Of `evicted_pages`, those evicted under the write protection the
+    /// last aging pass left on them (checked in the page tables): no
+    /// write-protect call, so no TLB-flush interrupt, of their own.
+    evicted_armed: u64,
     /// Clean pages written: their slot freed, in a write-protect fault of
     /// their own (not counted in `wp_faults`, write tracking's).
     clean_written: u64,
@@ -98,9 +102,9 @@ common::counters! {
     /// Pages the aging passes write-protected: those written or mapped
     /// since the pass before (a page still protected is left as it is).
     pages_protected: u64,
-    /// Write-protect calls the aging passes made for them: one per run of
-    /// neighbouring pages, each flushing the TLB of every CPU running the
-    /// program (scattered residency makes it one per page).
+    /// Write-protect calls the aging passes made for them, each flushing
+    /// the TLB of every CPU running the program: one per region, or per
+    /// stretch of it between pinned pages.
     protect_calls: u64,
     /// Write-protect faults of tracking, resolved by the handler.
     wp_faults: u64,
@@ -124,6 +128,7 @@ impl Counters {
             Event::EvictedPages => &self.evicted_pages,
             Event::KeptClean => &self.kept_clean,
             Event::EvictedClean => &self.evicted_clean,
+            Event::EvictedArmed => &self.evicted_armed,
             Event::CleanWritten => &self.clean_written,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,

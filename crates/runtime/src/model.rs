@@ -1439,6 +1439,29 @@ mod tests {
         }
     }
 
+    /// A page armed by aging, discarded behind the runtime's back and
+    /// mapped again as zeros by its next fault (writable, yet still armed
+    /// in the state), then written while reclaim takes it: eviction must
+    /// not trust the stale mark for the protection it skips.
+    fn armed_discarded(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 1,
+            initial: vec![Some((5, false))],
+            programs: vec![vec![Discard(0), Read(0), Write(0, 2), Read(0)]],
+            syscalls: vec![],
+            evict_cycles: 1,
+            evict_want: 1,
+            cold_second_pass: false,
+            aging_passes: 1,
+            store_refusals: 0,
+            on_disk: false,
+            release: false,
+            throttle: false,
+            mode: Mode::KernelFaults,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
     /// A resident page discarded behind the runtime's back while reclaim
     /// takes it, then written: the evictor reads zeros, and the write must
     /// wait for the eviction rather than land on a page about to go.
@@ -1681,6 +1704,17 @@ mod tests {
                     | Violation::BadRead { .. }
             ),
             "{v:?}"
+        );
+    }
+
+    #[test]
+    fn an_armed_run_is_evicted_under_aging_s_protection_only_where_it_stands() {
+        passes("armed, discarded behind", armed_discarded(None));
+        passes("in thread: armed", in_thread(armed_discarded(None)));
+        passes("armed in a batch", batch(None));
+        loses_a_write(
+            "armed eviction unchecked",
+            armed_discarded(Some(Flaw::ArmedUnchecked)),
         );
     }
 

@@ -17,6 +17,10 @@ struct Run {
     n: usize,
     /// Every page of it was `Clean`: its slots are kept, nothing is stored.
     clean: bool,
+    /// Every page of it was armed by aging (write-protected by the last
+    /// pass and not written since): its protection may stand in for the
+    /// eviction's own write-protect call once checked.
+    armed: bool,
 }
 
 impl Run {
@@ -70,7 +74,8 @@ pub struct Evict {
 enum EvictPc {
     Pick,
     /// Write-protect the current run: writers wait from now on. A clean
-    /// run is protected already: check that it still is, and mapped.
+    /// run is protected already, and an armed one should be: check that
+    /// it still is, and mapped.
     Protect,
     /// A clean run was found written or discarded behind the runtime's
     /// back: free the slots it kept and evict it as any other.
@@ -199,6 +204,7 @@ impl Evict {
                 self.pc = EvictPc::Store;
                 Ok(Step::Next)
             }
+            EvictPc::Protect if self.run().armed => self.check_armed(cx),
             EvictPc::Protect => self.protect(cx),
             EvictPc::Unkeep => self.unkeep(cx),
             EvictPc::Store if self.run().clean => self.keep_clean(cx),
@@ -222,9 +228,9 @@ impl Evict {
             return Ok(Step::Done(0));
         }
         let victims = pick_victims(&mut st, self.want, self.min_age, cx.env);
-        for &(base, idx, kept) in &victims {
-            if let Some(slot) = kept {
-                self.kept.insert(page_addr(base, idx), slot);
+        for v in &victims {
+            if let Some(slot) = v.kept {
+                self.kept.insert(page_addr(v.base, v.idx), slot);
             }
         }
         self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
@@ -251,6 +257,29 @@ impl Evict {
         } else {
             EvictPc::Unkeep
         };
+        Ok(Step::Next)
+    }
+
+    /// An armed run was write-protected by the last aging pass and not
+    /// written since, as far as the state knows: one look at the page
+    /// tables (no TLB flush) confirms that every page is still mapped and
+    /// protected, and the run goes to its store without a write-protect
+    /// call of its own, which would interrupt every CPU running the
+    /// program. Where the look disagrees (a page discarded and mapped
+    /// again behind the runtime's back) the run is protected as any other.
+    fn check_armed<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
+        let run = self.run();
+        let intact = cx.tun.flawed(Flaw::ArmedUnchecked)
+            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
+        if intact {
+            cx.env.count(Event::EvictedArmed, run.n);
+            self.pc = EvictPc::Store;
+        } else {
+            if let Some(r) = self.runs.last_mut() {
+                r.armed = false;
+            }
+            self.pc = EvictPc::Protect;
+        }
         Ok(Step::Next)
     }
 
@@ -448,6 +477,8 @@ impl Evict {
         if let Some(r) = st.regions.get_mut(&run.base) {
             for p in &mut r.pages[run.first..run.first + run.n] {
                 p.state = PageState::Resident;
+                // Unprotected by the undo, whatever protected it.
+                p.armed = false;
                 waiters |= std::mem::take(&mut p.waiters);
             }
         }
@@ -471,18 +502,24 @@ impl Evict {
     }
 }
 
+/// A page taken for eviction.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct Victim {
+    base: usize,
+    idx: usize,
+    /// The slot a `Clean` page kept.
+    kept: Option<Slot>,
+    /// Armed by aging when taken ([`super::Page::armed`]).
+    armed: bool,
+}
+
 /// Takes up to `n` victims from the LRU, oldest first, marking them
-/// `Evicting`: `(region base, page index, the slot a Clean page kept)`. A
+/// `Evicting`. A
 /// page refaulted within the workingset (active) or found written by aging
 /// (reprieves left) is passed over and queued again, stamped now. With
 /// `min_age`, the first page queued less than that long ago ends the pick
 /// (the LRU is oldest first by its stamps).
-fn pick_victims<E: Env>(
-    st: &mut State,
-    n: usize,
-    min_age: Option<u32>,
-    env: &E,
-) -> Vec<(usize, usize, Option<Slot>)> {
+fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E) -> Vec<Victim> {
     let mut victims = Vec::new();
     let mut budget = st.lru.len();
     while victims.len() < n && budget > 0 {
@@ -536,34 +573,43 @@ fn pick_victims<E: Env>(
             _ => None,
         };
         page.state = PageState::Evicting;
-        victims.push((rec.base, idx, kept));
+        victims.push(Victim {
+            base: rec.base,
+            idx,
+            kept,
+            armed: page.armed,
+        });
     }
     victims
 }
 
 /// Groups victims into runs of neighbouring pages of one region, at most
 /// `folio` long and not crossing a folio boundary; a run is all clean or
-/// all not.
-fn group_runs(mut victims: Vec<(usize, usize, Option<Slot>)>, folio: usize) -> Vec<Run> {
+/// all not, and all armed or all not.
+fn group_runs(mut victims: Vec<Victim>, folio: usize) -> Vec<Run> {
     victims.sort_unstable();
     let mut runs: Vec<Run> = Vec::new();
-    for (base, idx, kept) in victims {
-        let clean = kept.is_some();
+    for v in victims {
+        let (clean, idx) = (v.kept.is_some(), v.idx);
+        // A clean page is protected for its slot's sake, armed or not.
+        let armed = v.armed && !clean;
         match runs.last_mut() {
             Some(r)
-                if r.base == base
+                if r.base == v.base
                     && r.first + r.n == idx
                     && r.n < folio
                     && idx % folio != 0
-                    && r.clean == clean =>
+                    && r.clean == clean
+                    && r.armed == armed =>
             {
                 r.n += 1
             }
             _ => runs.push(Run {
-                base,
+                base: v.base,
                 first: idx,
                 n: 1,
                 clean,
+                armed,
             }),
         }
     }

@@ -40,7 +40,9 @@
 //!   of at least `unmap_group_pages` pages, one `process_madvise` (one TLB
 //!   flush) per group; a group's pages stay `Evicting` until the whole
 //!   group is unmapped. Runs that continue one another (a stream's folios)
-//!   are write-protected by one call, and a group of runs of half a folio
+//!   are write-protected by one call; a run whose pages the last aging
+//!   pass protected and nobody wrote since (`armed`) takes no call at all
+//!   once the page tables confirm the protection. A group of runs of half a folio
 //!   or more grows while its next run is one too and starts less than a
 //!   folio past its last.
 //! * `Loading`: its stored copy is being mapped back.
@@ -520,6 +522,9 @@ pub enum Event {
     KeptClean,
     /// Pages evicted `Clean`: unmapped, nothing stored or written.
     EvictedClean,
+    /// Pages evicted under the protection aging left on them: no
+    /// write-protect call (no TLB flush) of the eviction's own.
+    EvictedArmed,
     /// `Clean` pages written (a write-protect fault each; not write
     /// tracking's, so not [`Event::WpFault`]).
     CleanWritten,
@@ -530,7 +535,8 @@ pub enum Event {
     AgingScan,
     PagesWritten,
     PagesProtected,
-    /// Write-protect calls of the aging passes (one per run of pages).
+    /// Write-protect calls of the aging passes (one per stretch of a
+    /// region between pinned pages).
     ProtectCalls,
     WrittenReprieved,
     ExternalDiscard,
@@ -754,6 +760,9 @@ pub enum Flaw {
     /// A run's write-protect call covers that run only, yet the runs that
     /// continue it are taken as protected too.
     SpanProtectsFirstRunOnly,
+    /// Eviction of an armed run trusts the state and does not check that
+    /// aging's protection is still on every page.
+    ArmedUnchecked,
     /// The program's discard does not wait for the operations in flight
     /// on its pages.
     DiscardIgnoresInFlight,

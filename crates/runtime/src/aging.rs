@@ -55,11 +55,9 @@ pub(crate) const MAX_EXPLORE_EVERY: u64 = 16;
 pub(crate) const PROTECTS_PER_FAULT: f64 = 64.0;
 /// What one write-protect call costs beyond its pages, in faults: it
 /// flushes the TLB of every CPU running the program, by inter-processor
-/// interrupt. Resident pages scattered by random access make it one call
-/// per page or two: randpage (512 MiB, random, under 256M) took 65k calls
-/// for 131k pages in two passes, and 1.4 s of the reclaim thread's CPU in
-/// their flushes (perf): about 20 µs a call on a 2-vCPU VM, more than a
-/// fault. Counted as one.
+/// interrupt, about 20 µs on a 2-vCPU VM (perf of randpage), more than a
+/// fault. Counted as one. A pass makes one call per region (or per
+/// stretch between pinned pages), so this weighs little.
 pub(crate) const FAULTS_PER_PROTECT_CALL: f64 = 1.0;
 /// Weight of an epoch's cost in its mode's moving average.
 const WEIGHT: f64 = 0.25;

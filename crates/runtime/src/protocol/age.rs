@@ -8,6 +8,18 @@ use super::{page_addr, Cx, Env, Event, Fatal, Flaw, Step, PAGE, WRITTEN_REPRIEVE
 /// One aging pass: for each region, the pages written since the last pass
 /// (mapped and no longer write-protected) get reclaim reprieves, and the
 /// region's resident, unpinned pages are write-protected again.
+///
+/// Each write-protect call flushes the TLB of every CPU running the
+/// program, by interrupt, whatever its length; so a pass makes one call
+/// from the first page to protect to the last, split only at pinned pages
+/// (which the kernel must be able to write), not one per run of resident
+/// pages (random access leaves them one or two pages long). What lies in
+/// between is harmless to protect: unmapped pages (untouched, swapped,
+/// discarded) are left as they are by the kernel; pages already protected
+/// (armed, `Clean`, `Evicting`) stay so; a page that an operation in
+/// flight maps meanwhile (a first touch, a swap-in) may come out
+/// protected while its state says unarmed, and its first write then takes
+/// one write-protect fault, which finds it `Resident` and unprotects it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Age {
     regions: Vec<(usize, u64, usize)>,
@@ -99,25 +111,35 @@ impl Age {
                 }
                 cx.env.count(Event::PagesWritten, marked);
                 let ignore_pins = cx.tun.flawed(Flaw::AgingIgnoresPins);
-                let mut ranges: Vec<(usize, usize)> = Vec::new();
+                // Pages `[first, last]` to protect between two pinned pages:
+                // one call (one TLB flush) covers them and whatever lies
+                // between them (see `Age`).
+                let mut spans: Vec<(usize, usize)> = Vec::new();
+                let mut open: Option<(usize, usize)> = None;
                 let mut protected = 0;
                 for (i, p) in r.pages.iter_mut().enumerate() {
-                    let protect = p.state.is_resident() && (p.pins == 0 || ignore_pins);
+                    let pinned = p.pins > 0 && !ignore_pins;
+                    let protect = p.state.is_resident() && !pinned;
                     // A page still armed was not found written: its
                     // protection from an earlier pass stands. Only pages
                     // written, mapped since, or unpinned since need the call.
                     let already = p.armed;
                     p.armed = protect;
+                    if pinned {
+                        spans.extend(open.take());
+                        continue;
+                    }
                     if !protect || already {
                         continue;
                     }
                     protected += 1;
-                    let a = page_addr(base, i);
-                    match ranges.last_mut() {
-                        Some(last) if last.0 + last.1 == a => last.1 += PAGE,
-                        _ => ranges.push((a, PAGE)),
-                    }
+                    open = Some((open.map_or(i, |(first, _)| first), i));
                 }
+                spans.extend(open);
+                let ranges: Vec<(usize, usize)> = spans
+                    .into_iter()
+                    .map(|(first, last)| (page_addr(base, first), (last + 1 - first) * PAGE))
+                    .collect();
                 cx.env.count(Event::PagesProtected, protected);
                 cx.env.count(Event::ProtectCalls, ranges.len());
                 r.aging = true;

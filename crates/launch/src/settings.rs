@@ -151,6 +151,14 @@ settings! {
         direct_reclaim: bool = false,
             DIRECT_RECLAIM = "UZSWAP_DIRECT_RECLAIM", flag "--direct-reclaim", example "1",
             SWITCH_IF_ON "1 or 0";
+        /// Without `direct_reclaim`: a fault served in-thread over the
+        /// limit evicts in that thread while the victims are scattered and
+        /// faults come from one thread at a time; `false`: always the
+        /// reclaim thread.
+        auto_direct_reclaim: bool = true,
+            AUTO_DIRECT_RECLAIM = "UZSWAP_AUTO_DIRECT_RECLAIM", flag "--background-reclaim",
+                example "0",
+            SWITCH "1 or 0";
         /// The pool's share of a charged limit is its pool limit, not an
         /// adaptive target under it.
         fixed_pool_split: bool = false,
@@ -284,6 +292,7 @@ impl Settings {
             user_mode_only: self.user_mode_only,
             serve_faults_in_thread: !self.fault_thread,
             direct_reclaim: self.direct_reclaim,
+            auto_direct_reclaim: self.auto_direct_reclaim,
             adaptive_pool: self.pool_share() == PoolShare::Adaptive,
             record_file: self.record.clone(),
             inject_failure: self.inject_failure,
@@ -424,6 +433,7 @@ mod tests {
             user_mode_only: true,
             fault_thread: true,
             direct_reclaim: true,
+            auto_direct_reclaim: false,
             fixed_pool_split: true,
             record: Some("/tmp/x.trace".into()),
             inject_failure: Some(InjectFailure::ReclaimerPanic),
@@ -495,6 +505,7 @@ mod tests {
             user_mode_only: true,
             fault_thread: true,
             direct_reclaim: true,
+            auto_direct_reclaim: false,
             fixed_pool_split: true,
             record: Some("/x.trace".into()),
             inject_failure: Some(InjectFailure::FaultHandlerPanic),

@@ -54,6 +54,11 @@ pub struct RuntimeConfig {
     /// elapsed time (eviction no longer overlaps the program): off by
     /// default.
     pub direct_reclaim: bool,
+    /// With faults served in-thread and `direct_reclaim` off: eviction
+    /// runs in the faulting thread while its victims are scattered and
+    /// faults come from one thread at a time, in the reclaim thread
+    /// otherwise (`direct.rs`).
+    pub auto_direct_reclaim: bool,
     /// With the pool charged and writeback on: the pool's share of the
     /// limit follows refaults (`split.rs`), between an eighth of the limit
     /// and the pool limit, starting at half the limit; `false`: the pool
@@ -96,6 +101,7 @@ impl Default for RuntimeConfig {
             user_mode_only: false,
             serve_faults_in_thread: false,
             direct_reclaim: false,
+            auto_direct_reclaim: true,
             adaptive_pool: false,
             record_file: None,
             inject_failure: None,

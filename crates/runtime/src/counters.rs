@@ -70,6 +70,17 @@ common::counters! {
     /// last aging pass left on them (checked in the page tables): no
     /// write-protect call, so no TLB-flush interrupt, of their own.
     evicted_armed: u64,
+    /// Runs of neighbouring pages those evictions took: one write-protect
+    /// call (or check) each, so `evicted_pages / evict_runs` is how
+    /// scattered the victims are.
+    evict_runs: u64,
+    /// Faults served in the faulting thread by another thread than the
+    /// fault before: several threads faulting at once.
+    fault_thread_switches: u64,
+    /// Whether faults over the limit evict in their own thread now
+    /// (`--direct-reclaim`, or chosen for scattered victims of one
+    /// thread: `direct.rs`).
+    direct_reclaim: bool,
     /// Clean pages written: their slot freed, in a write-protect fault of
     /// their own (not counted in `wp_faults`, write tracking's).
     clean_written: u64,
@@ -129,6 +140,7 @@ impl Counters {
             Event::KeptClean => &self.kept_clean,
             Event::EvictedClean => &self.evicted_clean,
             Event::EvictedArmed => &self.evicted_armed,
+            Event::EvictRuns => &self.evict_runs,
             Event::CleanWritten => &self.clean_written,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,

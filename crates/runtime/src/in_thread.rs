@@ -287,6 +287,12 @@ impl Pager {
         }
         let tid = crate::sys::gettid();
         let by_runtime = self.is_runtime_thread(tid);
+        if !by_runtime && self.last_fault_tid.swap(tid, Ordering::Relaxed) != tid {
+            self.env
+                .counters
+                .fault_thread_switches
+                .fetch_add(1, Ordering::Relaxed);
+        }
         let started = Instant::now();
         let began = self.trace_clock();
         if wp {

@@ -123,6 +123,7 @@ pub mod arena;
 mod clean;
 mod config;
 mod counters;
+mod direct;
 mod env;
 pub mod fatal;
 mod fault;

@@ -63,6 +63,11 @@ pub(crate) struct Pager {
     pub recorded_limit: std::sync::atomic::AtomicUsize,
     /// When the age clock ([`State::clock`]) was 0.
     pub born: std::time::Instant,
+    /// The thread of the last fault served in-thread.
+    pub last_fault_tid: AtomicI32,
+    /// Faults over the limit evict in their own thread now (set by the
+    /// reclaim thread from `direct.rs`'s policy, or `--direct-reclaim`).
+    pub direct_now: AtomicBool,
 }
 
 impl Pager {

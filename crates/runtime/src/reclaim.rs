@@ -65,6 +65,7 @@ impl Pager {
 
     pub(crate) fn reclaim_loop(&self) {
         self.register_runtime_thread();
+        let mut site = crate::direct::DirectReclaim::new(self.direct_reading());
         while !self.stopping() {
             self.env
                 .live()
@@ -78,6 +79,12 @@ impl Pager {
             self.tick_age_clock();
             self.evict_cold();
             self.publish_reclaim();
+            self.choose_direct(&mut site);
+            if self.direct_now.load(Ordering::Relaxed) {
+                // Faults evict in their own threads: the aging passes that
+                // would come before this thread's evictions come here.
+                self.maybe_age();
+            }
             if self.charged() <= self.limit() {
                 continue;
             }
@@ -282,9 +289,9 @@ impl Pager {
     /// program's CPU for every run (a random-access run is one page: 64
     /// inter-processor interrupts a batch, a quarter of all the CPU time
     /// of random access on a 2-vCPU VM). No aging here: passes stay the
-    /// reclaim thread's.
+    /// reclaim thread's, which runs them on its tick meanwhile.
     pub(crate) fn reclaim_in_thread(&self) {
-        if !self.cfg.direct_reclaim || self.charged() <= self.limit() {
+        if !self.direct_now.load(Ordering::Relaxed) || self.charged() <= self.limit() {
             return;
         }
         // Down to the low watermark, as the reclaim thread would go: the
@@ -370,6 +377,29 @@ impl Pager {
                 .counters
                 .aging_skipped
                 .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Where faults over the limit evict: `--direct-reclaim` says always;
+    /// otherwise, with faults served in-thread, `direct.rs` decides from
+    /// the last window's victims and faulting threads.
+    fn choose_direct(&self, site: &mut crate::direct::DirectReclaim) {
+        if self.cfg.direct_reclaim
+            || !self.cfg.auto_direct_reclaim
+            || self.env.mode != crate::uffd::FaultMode::InThread
+        {
+            return;
+        }
+        let direct = site.update(self.direct_reading());
+        self.direct_now.store(direct, Ordering::Relaxed);
+    }
+
+    fn direct_reading(&self) -> crate::direct::Reading {
+        let c = &self.env.counters;
+        crate::direct::Reading {
+            evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
+            evict_runs: c.evict_runs.load(Ordering::Relaxed),
+            fault_thread_switches: c.fault_thread_switches.load(Ordering::Relaxed),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::protocol::{State, Tunables, PAGE};
 use crate::uffd::FaultMode;
 use crate::RuntimeError;
 use common::rate_limit::RateLimit;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// The ages of [`RuntimeStats`]' cold bytes: 1 s, 10 s and 60 s.
@@ -64,6 +64,7 @@ impl Runtime {
         let (live, mode) = new_live(&cfg, swap, cfg.user_mode_only, cfg.serve_faults_in_thread)?;
         let limit_pages = cfg.limit_bytes / PAGE;
         let aging = RateLimit::new(cfg.aging_interval);
+        let cfg_direct = cfg.direct_reclaim;
         let inner = Arc::new(Pager {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -90,6 +91,8 @@ impl Runtime {
             generations: AtomicU64::new(0),
             recorded_limit: std::sync::atomic::AtomicUsize::new(0),
             born: std::time::Instant::now(),
+            last_fault_tid: AtomicI32::new(0),
+            direct_now: AtomicBool::new(cfg_direct),
         });
         let rt = Runtime { inner };
         if mode == FaultMode::InThread {
@@ -142,6 +145,7 @@ impl Runtime {
                 .unwrap_or(self.inner.cfg.swap.max_pool_bytes() / PAGE)
                 as u64,
             write_tracking: self.inner.tracks_writes(),
+            direct_reclaim: self.inner.direct_now.load(Ordering::Relaxed),
             kernel_faults: self.inner.env.mode == FaultMode::KernelFaults,
             ..self.inner.env.counters.snapshot()
         }

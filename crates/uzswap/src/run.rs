@@ -135,9 +135,15 @@ pub struct RuntimeArgs {
     #[arg(long)]
     pub fault_thread: bool,
     /// A fault over the limit evicts in the faulting thread itself, down to
-    /// the low watermark (less CPU, more elapsed time)
-    #[arg(long)]
+    /// the low watermark, always (by default only while the victims are
+    /// scattered pages of a program faulting in one thread at a time)
+    #[arg(long, conflicts_with = "background_reclaim")]
     pub direct_reclaim: bool,
+    /// Eviction always runs in the reclaim thread, never in the faulting
+    /// thread (by default a single-threaded program's scattered victims
+    /// are evicted in its faulting thread: no TLB-flush interrupts)
+    #[arg(long)]
+    pub background_reclaim: bool,
     /// Keep the pool's share of the limit fixed at its pool limit (half the
     /// limit by default), instead of following refaults
     #[arg(long)]
@@ -182,6 +188,7 @@ impl RuntimeArgs {
             user_mode_only: self.user_mode_only,
             fault_thread: self.fault_thread,
             direct_reclaim: self.direct_reclaim,
+            auto_direct_reclaim: !self.background_reclaim,
             fixed_pool_split: self.fixed_pool_split,
             record: match &self.record {
                 Some(p) => Some(std::path::absolute(p).map_err(|e| format!("--record: {e}"))?),

@@ -105,14 +105,20 @@ fn c_program_reads_back_every_byte_through_every_allocation_path() {
     assert!(f.total.program.region_allocs >= 10, "{f:?}");
 }
 
-/// The three ways a fault is served: in the faulting thread (the
-/// default), in the faulting thread evicting for itself over the limit
-/// (`--direct-reclaim`), and by the handler thread (`--fault-thread`):
+/// The ways a fault is served: in the faulting thread (the default), in
+/// the faulting thread evicting for itself over the limit always
+/// (`--direct-reclaim`) or never (`--background-reclaim`), and by the
+/// handler thread (`--fault-thread`):
 /// every byte reads back, and the pages went out and came back.
 #[test]
 fn every_fault_service_reads_back_every_byte() {
     let bin = compile_c("pagecheck", &tempdir("service"));
-    for mode in [&[][..], &["--direct-reclaim"][..], &["--fault-thread"][..]] {
+    for mode in [
+        &[][..],
+        &["--direct-reclaim"][..],
+        &["--background-reclaim"][..],
+        &["--fault-thread"][..],
+    ] {
         let mut args = vec!["--limit", "8M"];
         args.extend_from_slice(mode);
         let (out, f) = run(&args, &[bin.to_str().unwrap(), "8", "4"], "service");
@@ -120,6 +126,23 @@ fn every_fault_service_reads_back_every_byte() {
         // Faults served in-thread throttle themselves; the peak stays
         // near the limit either way.
         assert!(f.total.program.peak_rss_bytes < 64 << 20, "{mode:?} {f:?}");
+    }
+}
+
+/// Where eviction runs follows what it evicts: a program that touches
+/// random pages from one thread has its scattered victims evicted in its
+/// faulting thread (`direct_reclaim` at the end of the run), unless
+/// `--background-reclaim` keeps eviction in the reclaim thread; every byte
+/// reads back either way.
+#[test]
+fn scattered_victims_of_one_thread_are_evicted_in_the_faulting_thread() {
+    let bin = compile_c("errnocheck", &tempdir("site"));
+    for (mode, direct) in [(&[][..], true), (&["--background-reclaim"][..], false)] {
+        let mut args = vec!["--limit", "8M"];
+        args.extend_from_slice(mode);
+        let (out, f) = run(&args, &[bin.to_str().unwrap(), "16", "1", "60000"], "site");
+        assert_paged(&out, &f, "errnocheck: ok", 2048);
+        assert_eq!(f.total.runtime.direct_reclaim, direct, "{mode:?} {f:?}");
     }
 }
 

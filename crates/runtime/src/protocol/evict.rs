@@ -234,6 +234,7 @@ impl Evict {
             }
         }
         self.runs = group_runs(victims, cx.tun.folio_pages.max(1));
+        cx.env.count(Event::EvictRuns, self.runs.len());
         // Runs are taken from the back: reverse to go oldest first.
         self.runs.reverse();
         for run in &self.runs {

@@ -522,6 +522,9 @@ pub enum Event {
     KeptClean,
     /// Pages evicted `Clean`: unmapped, nothing stored or written.
     EvictedClean,
+    /// Runs of neighbouring victims eviction took (a write-protect call
+    /// or check each).
+    EvictRuns,
     /// Pages evicted under the protection aging left on them: no
     /// write-protect call (no TLB flush) of the eviction's own.
     EvictedArmed,

@@ -47,8 +47,9 @@ pub struct FaultsArgs {
 
 /// The uzswap runs of `bench faults`: the pool uncounted (a cgroup v1
 /// memcg's rule, the kernel side's here) and counted (cgroup v2's),
-/// eviction in the faulting thread (direct reclaim), and the handler
-/// thread serving faults instead of the faulting thread.
+/// eviction always in the reclaim thread (`--background-reclaim`; by
+/// default a single thread's scattered victims are evicted in the
+/// faulting thread), and the pool's share fixed at half the limit.
 const FAULT_VARIANTS: [Variant; 4] = [
     Variant {
         label: "uzswap, pool uncounted",
@@ -63,9 +64,9 @@ const FAULT_VARIANTS: [Variant; 4] = [
         pool: PoolRule::Counted,
     },
     Variant {
-        label: "uzswap --direct-reclaim, pool uncounted",
-        slug: "uzswap-direct",
-        flags: &["--direct-reclaim"],
+        label: "uzswap --background-reclaim, pool uncounted",
+        slug: "uzswap-background",
+        flags: &["--background-reclaim"],
         pool: PoolRule::Uncounted,
     },
     Variant {
@@ -78,8 +79,8 @@ const FAULT_VARIANTS: [Variant; 4] = [
 
 /// `uzswap bench faults`: the `randpage` program (random reads and writes
 /// of single words over a buffer) plain, under uzswap (pool uncounted and
-/// counted, its share adaptive or fixed at half the limit, reclaim direct
-/// or by the reclaim thread) and under
+/// counted, its share adaptive or fixed at half the limit, eviction where
+/// it chooses or always by the reclaim thread) and under
 /// the kernel's zswap and zram in a memcg of the same limit, at each
 /// budget, interleaved. Elapsed and CPU from outside; fault latency
 /// percentiles as the program measures them.

@@ -355,8 +355,12 @@ fn parallel_compressor_and_no_writeback_keep_every_byte() {
     let (out, f) = run(
         // 6 MiB under 4M: without writeback, resident pages and the
         // compressed pool must fit the limit together (18 MiB did not).
+        // 40 rounds (0.3 s): with the default 3 (30-60 ms, a tick or two
+        // of the reclaimer) the evictions ranged from 1,344 to 6,272 pages
+        // run to run, around the 2,048 `assert_paged` asks for; with 40,
+        // 19,200 at the least in 15 runs.
         &["--limit", "4M", "--parallel", "--no-writeback"],
-        &[MEMCHECK, "--mib", "2", "--threads", "3"],
+        &[MEMCHECK, "--mib", "2", "--threads", "3", "--rounds", "40"],
         "parallel",
     );
     assert_paged(&out, &f, "uzswap-memcheck: ok", 1024);

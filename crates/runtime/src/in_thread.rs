@@ -339,16 +339,15 @@ impl Pager {
         }
         let end = addr.saturating_add(len);
         let mut from = addr;
-        // One lock over each run of pages that need nothing (a pinned
-        // page's state only changes by a fault: the scan stays true until
-        // the page it stopped at is served). No allocation: this runs in
-        // the syscall guard's signal handler.
+        // One lock over each run of pages that need nothing; a page that
+        // needs something is looked at again once served (another thread's
+        // fault may have had it in flight, or mapped it protected). No
+        // allocation: this runs in the syscall guard's signal handler.
         while let Some((page, state)) = self.next_to_fault_in(from, end, write) {
-            from = page + PAGE;
-            let missing = matches!(
-                state.state,
-                crate::protocol::PageState::Untouched | crate::protocol::PageState::Swapped { .. }
-            );
+            from = page;
+            // Not settled (untouched, swapped, or in flight: the missing
+            // fault waits for the operation in flight and looks again).
+            let missing = !state.state.is_resident();
             // A pinned buffer's swap-ins and write-protect faults stall
             // its system call; its first touches map zeros, as a plain run's
             // would.
@@ -385,15 +384,7 @@ impl Pager {
         (from..end).step_by(PAGE).find_map(|page| {
             let (base, idx) = st.locate(page)?;
             let state = st.regions[&base].pages[idx];
-            let missing = matches!(
-                state.state,
-                crate::protocol::PageState::Untouched | crate::protocol::PageState::Swapped { .. }
-            );
-            let protected = write
-                && (state.armed
-                    || state.shared
-                    || matches!(state.state, crate::protocol::PageState::Clean { .. }));
-            (missing || protected).then_some((page, state))
+            crate::protocol::access_would_fault(&state, write).then_some((page, state))
         })
     }
 }

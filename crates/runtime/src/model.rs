@@ -853,6 +853,28 @@ impl World {
                         }
                     }
                     SyscallPhase::Touch => {
+                        // In the faulting thread, a pin serves only the
+                        // faults the page states predict
+                        // (`Pager::fault_in`), and the kernel touches the
+                        // rest: a page the states call writable must be.
+                        if sc.mode == Mode::InThread {
+                            // As `fault_in`: the op the state calls for,
+                            // then a fresh look at the same page.
+                            let addr = page_addr(*page);
+                            let state = self
+                                .st
+                                .locate(addr)
+                                .map(|(b, i)| self.st.regions[&b].pages[i])
+                                .filter(|p| protocol::access_would_fault(p, value.is_some()));
+                            match state {
+                                None => *phase = SyscallPhase::Kernel,
+                                Some(p) => {
+                                    let wp = p.state.is_resident();
+                                    *serving = Some(Serving::new(addr, value.is_some(), wp));
+                                }
+                            }
+                            return Outcome::Moved(true);
+                        }
                         // An atomic add of zero writes the value it reads.
                         let cur = self.k.pages.get(&page_addr(*page)).and_then(|p| p.value);
                         let touch = value.map(|_| cur.unwrap_or(0));
@@ -1439,6 +1461,30 @@ mod tests {
         }
     }
 
+    /// A page first touched by a thread while an aging pass protects the
+    /// resident pages on both sides of it with one call, then written by
+    /// a pinned system call: the fill may land before the call passes it,
+    /// so the pass must leave it armed, or the pin trusts it writable and
+    /// the kernel's write meets the protection (EFAULT in-thread).
+    fn filled_during_aging(flaw: Option<Flaw>) -> Scenario {
+        Scenario {
+            pages: 3,
+            initial: vec![Some((5, false)), None, Some((6, false))],
+            programs: vec![vec![Write(1, 7)]],
+            syscalls: vec![(1, Some(9))],
+            evict_cycles: 0,
+            evict_want: 1,
+            cold_second_pass: false,
+            aging_passes: 1,
+            store_refusals: 0,
+            on_disk: false,
+            release: false,
+            throttle: false,
+            mode: Mode::InThread,
+            tun: tun(1, 0, flaw),
+        }
+    }
+
     /// A page armed by aging, discarded behind the runtime's back and
     /// mapped again as zeros by its next fault (writable, yet still armed
     /// in the state), then written while reclaim takes it: eviction must
@@ -1716,6 +1762,16 @@ mod tests {
             "armed eviction unchecked",
             armed_discarded(Some(Flaw::ArmedUnchecked)),
         );
+    }
+
+    #[test]
+    fn a_page_mapped_while_aging_protects_around_it_is_left_armed() {
+        passes("filled during aging", filled_during_aging(None));
+        let v = fails(
+            "aging leaves gaps unarmed",
+            filled_during_aging(Some(Flaw::AgingLeavesGapsUnarmed)),
+        );
+        assert!(matches!(v, Violation::Efault { .. }), "{v:?}");
     }
 
     #[test]

@@ -17,9 +17,13 @@ use super::{page_addr, Cx, Env, Event, Fatal, Flaw, Step, PAGE, WRITTEN_REPRIEVE
 /// between is harmless to protect: unmapped pages (untouched, swapped,
 /// discarded) are left as they are by the kernel; pages already protected
 /// (armed, `Clean`, `Evicting`) stay so; a page that an operation in
-/// flight maps meanwhile (a first touch, a swap-in) may come out
-/// protected while its state says unarmed, and its first write then takes
-/// one write-protect fault, which finds it `Resident` and unprotects it.
+/// flight maps meanwhile (a first touch, a swap-in, an eviction put back)
+/// may come out protected. So once the calls are made, every page of the
+/// ranges that may be mapped is marked armed ("may be protected"): a pin
+/// then faults it in before the kernel writes it (`access_would_fault`),
+/// eviction checks the page tables before it trusts the mark, and the
+/// next pass finds it written if it was not protected after all. An
+/// unarmed page is never protected by aging.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Age {
     regions: Vec<(usize, u64, usize)>,
@@ -31,8 +35,9 @@ enum AgePc {
     List,
     Scan,
     Mark(Vec<(usize, usize)>),
-    Protect(Vec<(usize, usize)>),
-    Finish,
+    /// The ranges still to protect, and all of them.
+    Protect(Vec<(usize, usize)>, Vec<(usize, usize)>),
+    Finish(Vec<(usize, usize)>),
 }
 
 impl Default for Age {
@@ -118,17 +123,20 @@ impl Age {
                 let mut open: Option<(usize, usize)> = None;
                 let mut protected = 0;
                 for (i, p) in r.pages.iter_mut().enumerate() {
-                    let pinned = p.pins > 0 && !ignore_pins;
-                    let protect = p.state.is_resident() && !pinned;
+                    if p.pins > 0 && !ignore_pins {
+                        // Not protected by this pass, but still armed if an
+                        // earlier one protected it and nobody wrote it
+                        // since: a pin that finds it so faults it in
+                        // before the kernel writes it.
+                        spans.extend(open.take());
+                        continue;
+                    }
+                    let protect = p.state.is_resident();
                     // A page still armed was not found written: its
                     // protection from an earlier pass stands. Only pages
                     // written, mapped since, or unpinned since need the call.
                     let already = p.armed;
                     p.armed = protect;
-                    if pinned {
-                        spans.extend(open.take());
-                        continue;
-                    }
                     if !protect || already {
                         continue;
                     }
@@ -144,27 +152,46 @@ impl Age {
                 cx.env.count(Event::ProtectCalls, ranges.len());
                 r.aging = true;
                 st.begin(base);
-                self.pc = AgePc::Protect(ranges);
+                self.pc = AgePc::Protect(ranges.clone(), ranges);
                 Ok(Step::Next)
             }
-            AgePc::Protect(mut ranges) => {
-                if let Some((a, l)) = ranges.pop() {
+            AgePc::Protect(mut todo, ranges) => {
+                if let Some((a, l)) = todo.pop() {
                     cx.env.protect(a, l)?;
-                    self.pc = AgePc::Protect(ranges);
+                    self.pc = AgePc::Protect(todo, ranges);
                 } else {
-                    self.pc = AgePc::Finish;
+                    self.pc = AgePc::Finish(ranges);
                 }
                 Ok(Step::Next)
             }
-            AgePc::Finish => {
+            AgePc::Finish(ranges) => {
                 let &(base, id, _) = self.regions.last().expect("a region");
                 let mut st = cx.lock();
                 if let Some(r) = st.region(base, id) {
                     r.aging = false;
+                    if !cx.tun.flawed(Flaw::AgingLeavesGapsUnarmed) {
+                        rearm_gaps(&mut r.pages, base, &ranges);
+                    }
                 }
                 st.end(base);
                 st.changed(cx.changed);
                 Ok(self.next_region())
+            }
+        }
+    }
+}
+
+/// Marks armed every page of `ranges` (addresses, lengths in region
+/// `base`) that may be mapped: the protect calls just made may have
+/// protected it in passing, whatever its state said when the pass looked.
+fn rearm_gaps(pages: &mut [super::Page], base: usize, ranges: &[(usize, usize)]) {
+    use super::PageState;
+    for &(addr, len) in ranges {
+        let first = (addr - base) / PAGE;
+        let last = (first + len / PAGE).min(pages.len());
+        for p in &mut pages[first..last] {
+            if !matches!(p.state, PageState::Untouched | PageState::Swapped { .. }) {
+                p.armed = true;
             }
         }
     }

@@ -478,8 +478,6 @@ impl Evict {
         if let Some(r) = st.regions.get_mut(&run.base) {
             for p in &mut r.pages[run.first..run.first + run.n] {
                 p.state = PageState::Resident;
-                // Unprotected by the undo, whatever protected it.
-                p.armed = false;
                 waiters |= std::mem::take(&mut p.waiters);
             }
         }

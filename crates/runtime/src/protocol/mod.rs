@@ -123,7 +123,7 @@ pub use fork::{adopt_after_fork, end_fork, resident_ranges, Fork};
 #[cfg(test)]
 pub(crate) use missing::serve_evictor_fault;
 pub use missing::MissingFault;
-pub use pin::{unpin, Pin, PIN_RANGES};
+pub use pin::{access_would_fault, unpin, Pin, PIN_RANGES};
 pub use release::Release;
 pub use wp::WpFault;
 
@@ -202,10 +202,13 @@ pub struct Page {
     /// by aging (up to [`WRITTEN_REPRIEVES`]): a count, not zswap's
     /// second-chance `referenced` flag.
     pub reprieves: u8,
-    /// Write-protected by the last aging pass (or, in a forked child, at
-    /// adoption) and not written since: a write-protect fault clears it
+    /// May be write-protected: protected by the last aging pass (or, in a
+    /// forked child, at adoption) and not written since, or mapped while a
+    /// pass's protect call ran over it. A write-protect fault clears it
     /// (and gives the page its reprieves); a pass that finds an armed
-    /// page unprotected all the same counts it written too.
+    /// page unprotected all the same counts it written too. An unarmed
+    /// resident page is never protected by aging: a pin in the faulting
+    /// thread relies on it ([`access_would_fault`]).
     pub armed: bool,
     /// Refaulted within the workingset: spared by the next reclaim pass.
     pub active: bool,
@@ -766,6 +769,10 @@ pub enum Flaw {
     /// Eviction of an armed run trusts the state and does not check that
     /// aging's protection is still on every page.
     ArmedUnchecked,
+    /// An aging pass that protects across the gaps between resident pages
+    /// leaves the pages mapped meanwhile unarmed, though they may have
+    /// come out protected.
+    AgingLeavesGapsUnarmed,
     /// The program's discard does not wait for the operations in flight
     /// on its pages.
     DiscardIgnoresInFlight,

@@ -4,6 +4,23 @@
 
 use super::{page_addr, Cx, Env, Fatal, Flaw, RegionPages, State, Step, PAGE};
 
+/// Whether an access to a page in state `page` (a write if `write`) would
+/// fault, as far as the state says: the page is not mapped or not settled
+/// (untouched, swapped, or in flight: another thread's fault may be
+/// mapping it), or a write would find it write-protected (armed by aging,
+/// shared with a forked parent, or `Clean`). Where faults are served in
+/// the faulting thread, a pin serves these faults before the call, looking
+/// again after each, and lets the kernel touch the rest; so a page that may
+/// be unmapped or protected must never read `false` here (see
+/// [`super::Age`]: why a pass re-arms what it may have protected in
+/// passing).
+pub fn access_would_fault(page: &super::Page, write: bool) -> bool {
+    let missing = !page.state.is_resident();
+    let protected = write
+        && (page.armed || page.shared || matches!(page.state, super::PageState::Clean { .. }));
+    missing || protected
+}
+
 /// Most region ranges one [`Pin`] records for the caller to fault in (a
 /// system call's buffer lies in one allocation, so in one region).
 pub const PIN_RANGES: usize = 8;

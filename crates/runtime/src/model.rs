@@ -1473,15 +1473,9 @@ mod tests {
             programs: vec![vec![Write(1, 7)]],
             syscalls: vec![(1, Some(9))],
             evict_cycles: 0,
-            evict_want: 1,
-            cold_second_pass: false,
             aging_passes: 1,
-            store_refusals: 0,
-            on_disk: false,
-            release: false,
-            throttle: false,
             mode: Mode::InThread,
-            tun: tun(1, 0, flaw),
+            ..discarded_while_evicted(flaw)
         }
     }
 
@@ -1491,20 +1485,9 @@ mod tests {
     /// not trust the stale mark for the protection it skips.
     fn armed_discarded(flaw: Option<Flaw>) -> Scenario {
         Scenario {
-            pages: 1,
-            initial: vec![Some((5, false))],
             programs: vec![vec![Discard(0), Read(0), Write(0, 2), Read(0)]],
-            syscalls: vec![],
-            evict_cycles: 1,
-            evict_want: 1,
-            cold_second_pass: false,
             aging_passes: 1,
-            store_refusals: 0,
-            on_disk: false,
-            release: false,
-            throttle: false,
-            mode: Mode::KernelFaults,
-            tun: tun(1, 0, flaw),
+            ..discarded_while_evicted(flaw)
         }
     }
 

@@ -324,6 +324,9 @@ impl Pager {
     }
 }
 
+/// Most times [`Pager::fault_in`] serves one page before it moves on.
+const FAULT_IN_LOOKS: u32 = 8;
+
 impl Pager {
     /// Serves, in the calling thread, the faults an access to the pinned
     /// pages of `[addr, addr + len)` would take (for writing if `write`):
@@ -339,12 +342,20 @@ impl Pager {
         }
         let end = addr.saturating_add(len);
         let mut from = addr;
+        let mut looks = 0;
         // One lock over each run of pages that need nothing; a page that
         // needs something is looked at again once served (another thread's
-        // fault may have had it in flight, or mapped it protected). No
-        // allocation: this runs in the syscall guard's signal handler.
+        // fault may have had it in flight, or mapped it protected), up to
+        // `FAULT_IN_LOOKS` times (each serve settles it unless another
+        // thread keeps changing it). No allocation: this runs in the
+        // syscall guard's signal handler.
         while let Some((page, state)) = self.next_to_fault_in(from, end, write) {
-            from = page;
+            looks = if page == from { looks + 1 } else { 1 };
+            from = if looks < FAULT_IN_LOOKS {
+                page
+            } else {
+                page + PAGE
+            };
             // Not settled (untouched, swapped, or in flight: the missing
             // fault waits for the operation in flight and looks again).
             let missing = !state.state.is_resident();

@@ -12,7 +12,7 @@ common::counters! {
     /// Live counters: one per protocol [`Event`], and the runtime's own.
     /// The states (`resident_pages`, `pinned_pages`, `charged_pages`,
     /// `table_bytes`, `cold_*_bytes`, `limit_pages`, `pool_share_pages`,
-    /// `write_tracking`, `kernel_faults`) are
+    /// `write_tracking`, `kernel_faults`, `direct_reclaim`) are
     /// read from the runtime when a snapshot is taken
     /// ([`crate::Runtime::stats`]); their atomics stay 0.
     pub(crate) struct Counters;

@@ -287,7 +287,10 @@ impl Pager {
         }
         let tid = crate::sys::gettid();
         let by_runtime = self.is_runtime_thread(tid);
-        if !by_runtime && self.last_fault_tid.swap(tid, Ordering::Relaxed) != tid {
+        // A store only when the thread changes: a single thread's faults
+        // leave the line shared.
+        if !by_runtime && self.last_fault_tid.load(Ordering::Relaxed) != tid {
+            self.last_fault_tid.store(tid, Ordering::Relaxed);
             self.env
                 .counters
                 .fault_thread_switches

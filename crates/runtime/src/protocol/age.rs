@@ -35,8 +35,8 @@ enum AgePc {
     List,
     Scan,
     Mark(Vec<(usize, usize)>),
-    /// The ranges still to protect, and all of them.
-    Protect(Vec<(usize, usize)>, Vec<(usize, usize)>),
+    /// The ranges to protect, and how many are done.
+    Protect(Vec<(usize, usize)>, usize),
     Finish(Vec<(usize, usize)>),
 }
 
@@ -152,13 +152,13 @@ impl Age {
                 cx.env.count(Event::ProtectCalls, ranges.len());
                 r.aging = true;
                 st.begin(base);
-                self.pc = AgePc::Protect(ranges.clone(), ranges);
+                self.pc = AgePc::Protect(ranges, 0);
                 Ok(Step::Next)
             }
-            AgePc::Protect(mut todo, ranges) => {
-                if let Some((a, l)) = todo.pop() {
+            AgePc::Protect(ranges, done) => {
+                if let Some(&(a, l)) = ranges.get(done) {
                     cx.env.protect(a, l)?;
-                    self.pc = AgePc::Protect(todo, ranges);
+                    self.pc = AgePc::Protect(ranges, done + 1);
                 } else {
                     self.pc = AgePc::Finish(ranges);
                 }
@@ -185,12 +185,11 @@ impl Age {
 /// `base`) that may be mapped: the protect calls just made may have
 /// protected it in passing, whatever its state said when the pass looked.
 fn rearm_gaps(pages: &mut [super::Page], base: usize, ranges: &[(usize, usize)]) {
-    use super::PageState;
     for &(addr, len) in ranges {
         let first = (addr - base) / PAGE;
         let last = (first + len / PAGE).min(pages.len());
         for p in &mut pages[first..last] {
-            if !matches!(p.state, PageState::Untouched | PageState::Swapped { .. }) {
+            if p.state.is_resident() || p.state.in_flight() {
                 p.armed = true;
             }
         }

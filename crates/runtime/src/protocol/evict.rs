@@ -247,13 +247,19 @@ impl Evict {
         Ok(Step::Next)
     }
 
+    /// Whether every page of the current run is still mapped and
+    /// write-protected, by one look at the page tables (the flawed variant
+    /// `unchecked` trusts the state instead).
+    fn still_protected<E: Env>(&self, cx: &Cx<E>, unchecked: Flaw) -> bool {
+        let run = self.run();
+        cx.tun.flawed(unchecked)
+            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true))
+    }
+
     /// A clean run is protected already: checks that it still is, and
     /// mapped, so that its kept slots still hold its bytes.
     fn check_clean<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
-        let run = self.run();
-        let intact = cx.tun.flawed(Flaw::CleanUnchecked)
-            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
-        self.pc = if intact {
+        self.pc = if self.still_protected(cx, Flaw::CleanUnchecked) {
             EvictPc::Store
         } else {
             EvictPc::Unkeep
@@ -269,11 +275,8 @@ impl Evict {
     /// program. Where the look disagrees (a page discarded and mapped
     /// again behind the runtime's back) the run is protected as any other.
     fn check_armed<E: Env>(&mut self, cx: &Cx<E>) -> Result<Step<usize>, Fatal> {
-        let run = self.run();
-        let intact = cx.tun.flawed(Flaw::ArmedUnchecked)
-            || matches!(cx.env.still_protected(run.addr(), run.len()), Ok(true));
-        if intact {
-            cx.env.count(Event::EvictedArmed, run.n);
+        if self.still_protected(cx, Flaw::ArmedUnchecked) {
+            cx.env.count(Event::EvictedArmed, self.run().n);
             self.pc = EvictPc::Store;
         } else {
             if let Some(r) = self.runs.last_mut() {

@@ -11,7 +11,6 @@
 //! protocol, replayed on its trace (`uzswap replay`), took 100k.
 
 use super::{Page, Pager, PagerError};
-use crate::uffd;
 use common::PAGE_SIZE;
 use std::collections::BTreeMap;
 
@@ -55,7 +54,7 @@ impl Pager {
         self.stats.swapin_faults += 1;
         self.stats.folio_swapins += 1;
         self.stats.around_pages += ((hi - lo) / PAGE_SIZE - 1) as u64;
-        if uffd::copy(&self.uffd, &bytes, lo).is_ok() {
+        if self.os.copy(&bytes, lo).is_ok() {
             for a in (lo..hi).step_by(PAGE_SIZE) {
                 self.pages.remove(&a);
                 self.set_resident(a);

@@ -28,16 +28,17 @@
 //! userfaultfd, whose ordering the argument above relies on.
 
 mod folio;
+mod os;
 mod record;
 mod syscalls;
 
-use crate::inject::{find_syscall_insn, InjectError, Tracee};
-use crate::mem::{self, Pagemap};
+use crate::inject::{find_syscall_insn, InjectError};
+use crate::mem::Pagemap;
 use crate::uffd;
 use common::PAGE_SIZE;
+use os::{Os, RealOs, Stopped};
 use record::RecordedFault;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -243,8 +244,8 @@ struct InFlight {
 /// discard is confirmed).
 pub struct Pager {
     pid: i32,
-    uffd: Uffd,
-    pidfd: OwnedFd,
+    /// The kernel, as the pager reaches its target.
+    os: Box<dyn Os>,
     swap: Arc<Swap>,
     pages: BTreeMap<usize, Page>,
     /// Where reclaim's sweep over the address space goes on from.
@@ -264,8 +265,6 @@ pub struct Pager {
     /// When the last cold pass ran.
     last_cold_pass: Instant,
     registered: Vec<(usize, usize)>,
-    pagemap: Pagemap,
-    syscall_insn: u64,
     config_limit_pages: usize,
     charge_pool: bool,
     /// The target's image is one the pager cannot enter (it is exiting,
@@ -313,6 +312,18 @@ impl Pager {
     /// A pager for process `pid`, whose userfaultfd `uffd` was opened in it
     /// ([`crate::uffd::open_in`]).
     pub fn new(pid: i32, uffd: Uffd, config: &PagerConfig) -> Result<Self, PagerError> {
+        let os = RealOs {
+            pid,
+            uffd,
+            pidfd: uffd::pidfd_open(pid)?,
+            pagemap: Pagemap::open(pid)?,
+            syscall_insn: find_syscall_insn(pid)?,
+        };
+        Self::with_os(pid, Box::new(os), config)
+    }
+
+    /// A pager for process `pid` reached through `os`.
+    fn with_os(pid: i32, os: Box<dyn Os>, config: &PagerConfig) -> Result<Self, PagerError> {
         let shared = match &config.shared_limit_file {
             Some(path) => Some(runtime::SharedLimit::open(path)?),
             None => None,
@@ -328,8 +339,7 @@ impl Pager {
         };
         Ok(Pager {
             pid,
-            uffd,
-            pidfd: uffd::pidfd_open(pid)?,
+            os,
             swap: Swap::new(config.swap.clone())?,
             pages: BTreeMap::new(),
             hand: 0,
@@ -337,8 +347,6 @@ impl Pager {
             heat: HashMap::new(),
             last_cold_pass: Instant::now(),
             registered: Vec::new(),
-            pagemap: Pagemap::open(pid)?,
-            syscall_insn: find_syscall_insn(pid)?,
             config_limit_pages: pages_of(config.limit_bytes),
             charge_pool: config.charge_pool,
             published_stall_ns: 0,
@@ -387,14 +395,16 @@ impl Pager {
                 self.drain_trace(true);
                 return Ok(Ended::Stopped);
             }
+            // The userfaultfd (a new one after an `execve`) and the pidfd.
+            let [uffd_fd, pid_fd] = self.os.real().map_or([-1, -1], |r| r.poll_fds());
             let mut fds = [
                 libc::pollfd {
-                    fd: self.uffd.as_raw_fd(),
+                    fd: uffd_fd,
                     events: libc::POLLIN,
                     revents: 0,
                 },
                 libc::pollfd {
-                    fd: self.pidfd.as_raw_fd(),
+                    fd: pid_fd,
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -566,7 +576,7 @@ impl Pager {
 
     fn serve_uffd_events(&mut self) {
         loop {
-            match self.uffd.read_event() {
+            match self.os.read_event() {
                 Ok(Some(event)) => self.serve(event),
                 Ok(None) => {
                     let retry = std::mem::take(&mut self.retry);
@@ -599,12 +609,12 @@ impl Pager {
 
     /// Whether an event (a fault) is queued on the userfaultfd now.
     fn faults_pending(&self) -> bool {
-        readable(self.uffd.as_raw_fd())
+        self.os.faults_pending()
     }
 
     /// Whether the target has exited (its pidfd is readable).
     fn target_gone(&self) -> bool {
-        readable(self.pidfd.as_raw_fd())
+        self.os.target_gone()
     }
 
     fn serve(&mut self, event: Event) {
@@ -738,11 +748,11 @@ impl Pager {
                 {
                     n += 1;
                 }
-                let mut r = uffd::zeropage(&self.uffd, addr, n * PAGE_SIZE);
+                let mut r = self.os.zeropage(addr, n * PAGE_SIZE);
                 if n > 1 && matches!(r, Err((libc::ENOENT | libc::EINVAL, 0))) {
                     // A neighbour is not (or no longer) registered memory.
                     n = 1;
-                    r = uffd::zeropage(&self.uffd, addr, PAGE_SIZE);
+                    r = self.os.zeropage(addr, PAGE_SIZE);
                 }
                 let mapped = match r {
                     Ok(()) => n,
@@ -750,7 +760,7 @@ impl Pager {
                     // Unmapped since it faulted: the thread faults again on
                     // whatever is there now.
                     Err((libc::ENOENT, _)) => {
-                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                        let _ = self.os.wake(addr, PAGE_SIZE);
                         return Ok(());
                     }
                     Err((libc::EAGAIN, _)) => {
@@ -768,7 +778,7 @@ impl Pager {
                 // The faulting page is mapped (by us, or by another fault
                 // served before): make sure its thread runs on.
                 if mapped == 0 {
-                    let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                    let _ = self.os.wake(addr, PAGE_SIZE);
                 }
                 for i in 0..mapped.max(1) {
                     self.set_resident(addr + i * PAGE_SIZE);
@@ -823,7 +833,7 @@ impl Pager {
         mut page: Vec<u8>,
         faulting: bool,
     ) -> Result<(), PagerError> {
-        match uffd::copy(&self.uffd, &page, addr) {
+        match self.os.copy(&page, addr) {
             Ok(()) | Err(libc::EEXIST) => {}
             // The target's mappings are changing (a remove, unmap, remap
             // or fork event is queued behind this fault): the bytes are
@@ -843,7 +853,7 @@ impl Pager {
             Err(libc::ENOENT) => {
                 self.pages.remove(&addr);
                 if faulting {
-                    let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                    let _ = self.os.wake(addr, PAGE_SIZE);
                 }
                 return Ok(());
             }
@@ -886,7 +896,7 @@ impl Pager {
                 let _ = self.swap.free(slot);
                 self.pages.insert(addr, Page::Resident);
                 self.in_flight.pulled.push(addr);
-                match uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false) {
+                match self.os.write_protect(addr, PAGE_SIZE, false) {
                     Ok(()) => Ok(()),
                     Err(errno) => Err(PagerError::Kernel {
                         op: "UFFDIO_WRITEPROTECT",
@@ -906,12 +916,12 @@ impl Pager {
                     self.pages.insert(addr, Page::Resident);
                 }
                 let t = Instant::now();
-                let r = uffd::write_protect(&self.uffd, addr, PAGE_SIZE, false);
+                let r = self.os.write_protect(addr, PAGE_SIZE, false);
                 self.stats.stall_ns += t.elapsed().as_nanos() as u64;
                 match r {
                     Ok(()) | Err(libc::ENOENT) => Ok(()),
                     Err(libc::EAGAIN) => {
-                        let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+                        let _ = self.os.wake(addr, PAGE_SIZE);
                         Ok(())
                     }
                     Err(errno) => Err(PagerError::Kernel {
@@ -1035,7 +1045,7 @@ impl Pager {
         }
         // The memory the userfaultfd was made for is gone while the
         // process lives: it ran `execve` (or is exiting).
-        if !self.pagemap.alive() {
+        if !self.os.image_alive() {
             return self.reopen_after_exec();
         }
         let Ok(mut want) = crate::maps::read(self.pid) else {
@@ -1072,14 +1082,14 @@ impl Pager {
         }
         for (s, e) in crate::maps::uncovered(&want, &have) {
             self.populate_pinned(s, e);
-            match uffd::register(&self.uffd, s, e - s) {
+            match self.os.register(s, e - s) {
                 Ok(()) => {}
                 // Changed under us (unmapped, or not registrable): next scan.
                 Err(_) => continue,
             }
             self.stats.ranges_registered += 1;
             self.registered = add(&self.registered, s, e);
-            let populated = self.pagemap.populated(s, (e - s) / PAGE_SIZE)?;
+            let populated = self.os.populated(s, (e - s) / PAGE_SIZE)?;
             let mut adopted = Vec::new();
             for (i, p) in populated.into_iter().enumerate() {
                 let addr = s + i * PAGE_SIZE;
@@ -1125,16 +1135,22 @@ impl Pager {
         if !pagemap.alive() {
             return Ok(());
         }
-        self.syscall_insn = insn;
-        self.pagemap = pagemap;
-        let Some(mut tracee) = self.stop_a_thread() else {
+        let Some(real) = self.os.real() else {
+            return Ok(());
+        };
+        real.syscall_insn = insn;
+        real.pagemap = pagemap;
+        let Some(mut stopped) = self.stop_a_thread() else {
             return Ok(());
         };
         let user_mode_only = self.guard.is_some();
-        let uffd = uffd::open_in(self.pid, &mut tracee, &mut || {}, user_mode_only);
-        let _ = tracee.detach();
-        if let Ok(uffd) = uffd {
-            self.uffd = uffd;
+        let uffd = match stopped.tracee() {
+            Some(tracee) => uffd::open_in(self.pid, tracee, &mut || {}, user_mode_only).ok(),
+            None => None,
+        };
+        let _ = stopped.detach();
+        if let (Some(uffd), Some(real)) = (uffd, self.os.real()) {
+            real.uffd = uffd;
             self.image_gone = false;
         }
         Ok(())
@@ -1290,7 +1306,7 @@ impl Pager {
         // A thread of a new image (the process ran `execve` since the last
         // look): nothing of the old one to evict; the next scan follows
         // the exec. While the thread is stopped the image cannot change.
-        if !self.pagemap.alive() {
+        if !self.os.image_alive() {
             let _ = tracee.detach();
             self.in_flight.spans.clear();
             self.in_flight.pulled.clear();
@@ -1320,7 +1336,7 @@ impl Pager {
         // 1. Protect: from here a write waits for the pager.
         let mut protected = Vec::new();
         for &(s, pages) in &runs {
-            match uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, true) {
+            match self.os.write_protect(s, pages * PAGE_SIZE, true) {
                 Ok(()) => protected.push((s, pages)),
                 Err(_) => {
                     self.undo(&[(s, pages)], false);
@@ -1362,7 +1378,7 @@ impl Pager {
         // 4. Discard in the target.
         self.in_flight.active = true;
         self.in_flight.spans = spans.iter().map(|&(s, p)| (s, s + p * PAGE_SIZE)).collect();
-        let span_ok = self.discard(&mut tracee, &spans);
+        let span_ok = self.discard(&mut *tracee, &spans);
         // A run was discarded with the span that holds it.
         let discarded: Vec<bool> = stored
             .iter()
@@ -1400,13 +1416,13 @@ impl Pager {
             }
             if !ok {
                 self.stats.evict_failures += pages as u64;
-                let _ = uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, false);
+                let _ = self.os.write_protect(s, pages * PAGE_SIZE, false);
             }
         }
         self.in_flight.active = false;
         self.in_flight.spans.clear();
         for addr in std::mem::take(&mut self.in_flight.deferred_wp) {
-            let _ = uffd::wake(&self.uffd, addr, PAGE_SIZE);
+            let _ = self.os.wake(addr, PAGE_SIZE);
         }
         for addr in std::mem::take(&mut self.in_flight.deferred_missing) {
             self.stats.faults -= 1;
@@ -1425,7 +1441,7 @@ impl Pager {
     ) -> Result<(Vec<u64>, zswap::SwapOutReport), PagerError> {
         // A page the kernel does not have would make the read fault into
         // this very userfaultfd: only populated pages are read.
-        if self.pagemap.populated(s, pages)?.iter().any(|p| !p) {
+        if self.os.populated(s, pages)?.iter().any(|p| !p) {
             return Err(PagerError::Kernel {
                 op: "evict (page not populated)",
                 addr: s,
@@ -1433,7 +1449,7 @@ impl Pager {
             });
         }
         let mut buf = vec![0u8; pages * PAGE_SIZE];
-        mem::read(self.pid, s, &mut buf)?;
+        self.os.read_mem(s, &mut buf)?;
         let slots = self.swap.alloc_slots(pages)?;
         let chunks: Vec<&[u8]> = buf.chunks_exact(PAGE_SIZE).collect();
         match self.swap.swap_out(&chunks, &slots) {
@@ -1454,18 +1470,18 @@ impl Pager {
     fn undo(&mut self, runs: &[(usize, usize)], protected: bool) {
         for &(s, pages) in runs {
             if protected {
-                let _ = uffd::write_protect(&self.uffd, s, pages * PAGE_SIZE, false);
+                let _ = self.os.write_protect(s, pages * PAGE_SIZE, false);
             }
             self.stats.evict_failures += pages as u64;
         }
     }
 
     /// Stops one thread of the target (the main thread, else another).
-    fn stop_a_thread(&mut self) -> Option<Tracee> {
-        let (insn, pid) = (self.syscall_insn, self.pid);
-        for tid in self.tids() {
+    fn stop_a_thread(&mut self) -> Option<Box<dyn Stopped>> {
+        let seizer = self.os.seizer();
+        for tid in self.os.tids() {
             let mut serve = || self.serve_events();
-            match Tracee::seize(pid, tid, insn, &mut serve) {
+            match seizer.seize(tid, &mut serve) {
                 Ok(t) => return Some(t),
                 Err(InjectError::Timeout { tid, .. }) => {
                     self.stats.inject_errors += 1;
@@ -1480,7 +1496,7 @@ impl Pager {
     /// Discards each run in the stopped thread: all at once with one
     /// `process_madvise(2)`, else with one `madvise(2)` a run. Returns
     /// whether each run was discarded.
-    fn discard(&mut self, tracee: &mut Tracee, runs: &[(usize, usize)]) -> Vec<bool> {
+    fn discard(&mut self, tracee: &mut dyn Stopped, runs: &[(usize, usize)]) -> Vec<bool> {
         self.in_flight.tracee = Some(tracee.tid());
         let ok = match self.discard_at_once(tracee, runs) {
             Some(ok) => ok,
@@ -1499,7 +1515,7 @@ impl Pager {
     /// kernel refuses, the page cannot be mapped): nothing was discarded.
     fn discard_at_once(
         &mut self,
-        tracee: &mut Tracee,
+        tracee: &mut dyn Stopped,
         runs: &[(usize, usize)],
     ) -> Option<Vec<bool>> {
         if self.run_by_run {
@@ -1530,8 +1546,7 @@ impl Pager {
             iovecs.extend_from_slice(&(s as u64).to_ne_bytes());
             iovecs.extend_from_slice(&((p * PAGE_SIZE) as u64).to_ne_bytes());
         }
-        let written =
-            iovecs.len() <= SCRATCH_BYTES && mem::write(self.pid, scratch, &iovecs).is_ok();
+        let written = iovecs.len() <= SCRATCH_BYTES && self.os.write_mem(scratch, &iovecs).is_ok();
         let mut ok = vec![false; runs.len()];
         if written && !pieces.is_empty() {
             self.in_flight.expect = pieces
@@ -1576,7 +1591,7 @@ impl Pager {
     /// One page of the target's, mapped by an injected `mmap` the first
     /// time, for the ranges of [`Pager::discard_at_once`]. Never
     /// registered or paged.
-    fn scratch_page(&mut self, tracee: &mut Tracee) -> Option<usize> {
+    fn scratch_page(&mut self, tracee: &mut dyn Stopped) -> Option<usize> {
         if self.scratch.is_none() {
             let mut serve = || self.serve_events();
             let prot = (libc::PROT_READ | libc::PROT_WRITE) as u64;
@@ -1591,7 +1606,11 @@ impl Pager {
     }
 
     /// `madvise(MADV_DONTNEED)` of each run, one injected call each.
-    fn discard_run_by_run(&mut self, tracee: &mut Tracee, runs: &[(usize, usize)]) -> Vec<bool> {
+    fn discard_run_by_run(
+        &mut self,
+        tracee: &mut dyn Stopped,
+        runs: &[(usize, usize)],
+    ) -> Vec<bool> {
         let mut ok = vec![true; runs.len()];
         'runs: for (i, &run) in runs.iter().enumerate() {
             // Pages pulled out of the batch so far are left mapped.
@@ -1615,19 +1634,6 @@ impl Pager {
             }
         }
         ok
-    }
-
-    /// The target's threads, its main thread first.
-    fn tids(&self) -> Vec<i32> {
-        let mut tids = vec![self.pid];
-        if let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
-            tids.extend(
-                dir.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-                    .filter(|&t| t != self.pid),
-            );
-        }
-        tids
     }
 }
 

@@ -141,17 +141,22 @@ impl Pager {
     /// program runs on unpaged, and one line says why.
     pub(super) fn guard_ready(&mut self) -> Result<bool, PagerError> {
         if self.guard.is_none() {
-            let Some(mut tracee) = self.stop_a_thread() else {
+            let Some(mut stopped) = self.stop_a_thread() else {
                 return Ok(false);
             };
             self.stats.injections += 1;
             let pid = self.pid;
             let mut serve = || self.serve_events();
-            let installed = crate::seccomp::install_in(pid, &mut tracee, &mut serve);
-            let tid = tracee.tid();
-            if tracee.detach().is_err() {
+            let installed = stopped
+                .tracee()
+                .map(|tracee| crate::seccomp::install_in(pid, tracee, &mut serve));
+            let tid = stopped.tid();
+            if stopped.detach().is_err() {
                 self.lingering.push(tid);
             }
+            let Some(installed) = installed else {
+                return Ok(false);
+            };
             match installed {
                 Ok(listener) => {
                     self.guard = Some(SyscallGuard::new(listener));
@@ -180,8 +185,11 @@ impl Pager {
         if self.guard.as_ref().is_some_and(|g| g.quiesced) {
             return Ok(true);
         }
-        let (pid, insn) = (self.pid, self.syscall_insn);
-        for tid in self.tids() {
+        let Some(insn) = self.os.real().map(|r| r.syscall_insn) else {
+            return Ok(false);
+        };
+        let pid = self.pid;
+        for tid in self.os.tids() {
             let mut serve = || self.serve_events();
             let mut tracee = match Tracee::seize(pid, tid, insn, &mut serve) {
                 Ok(t) => t,
@@ -312,7 +320,7 @@ impl Pager {
         // A call of a new image (the target ran `execve`) is served in it:
         // the exec is followed first (checked after the calls were taken,
         // so that none of them was made after a look that missed it).
-        if !self.image_gone && !self.pagemap.alive() {
+        if !self.image_gone && !self.os.image_alive() {
             self.reopen_after_exec()?;
         }
         let Some(g) = self.guard.as_mut() else {
@@ -499,7 +507,7 @@ impl Pager {
                         if writes {
                             let _ = self.swap.free(slot);
                             self.pages.insert(a, Page::Resident);
-                            let _ = crate::uffd::write_protect(&self.uffd, a, PAGE_SIZE, false);
+                            let _ = self.os.write_protect(a, PAGE_SIZE, false);
                         }
                         a += PAGE_SIZE;
                     }
@@ -536,7 +544,7 @@ impl Pager {
     fn map_zeros(&mut self, s: usize, e: usize) -> bool {
         let mut a = s;
         while a < e {
-            let (done, rest) = match crate::uffd::zeropage(&self.uffd, a, e - a) {
+            let (done, rest) = match self.os.zeropage(a, e - a) {
                 Ok(()) => (e - a, None),
                 Err((errno, done)) => (done, Some(errno)),
             };
@@ -618,7 +626,10 @@ impl Pager {
         }
         let parts = self.registered_within(s, e);
         for (ps, pe) in parts {
-            let r = self.uffd.unregister(ps as *mut libc::c_void, pe - ps);
+            let r = match self.os.real() {
+                Some(real) => real.uffd.unregister(ps as *mut libc::c_void, pe - ps),
+                None => Ok(()),
+            };
             if let Err(e) = r {
                 return Err(PagerError::Io(std::io::Error::other(format!(
                     "UFFDIO_UNREGISTER of a thread stack at {ps:#x}: {e}"

@@ -28,6 +28,8 @@
 //! userfaultfd, whose ordering the argument above relies on.
 
 mod folio;
+#[cfg(test)]
+mod model;
 mod os;
 mod record;
 mod syscalls;
@@ -302,6 +304,25 @@ pub struct Pager {
     recorded_limit: Option<usize>,
     /// Which swap-in faults stream (and bring their folio).
     folio: runtime::FolioSwapin,
+    /// A deliberately broken variant, to show the model check catching it.
+    #[cfg(test)]
+    flaw: Option<Flaw>,
+}
+
+/// Known-wrong variants of the pager: each must make the model check
+/// (`model.rs`) report a violation. Only test builds can select one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+enum Flaw {
+    /// Eviction reads and stores its runs without write-protecting them
+    /// first: a write between the read and the discard is lost.
+    StoreUnprotected,
+    /// A write to a page of the batch in flight is let through at once
+    /// instead of after the discard.
+    WriterLetThrough,
+    /// A missing fault inside a span being discarded is served at once: the
+    /// page it maps is discarded with the span.
+    ServedInSpan,
 }
 
 fn pages_of(bytes: usize) -> usize {
@@ -368,6 +389,8 @@ impl Pager {
             recorder,
             recorded_limit: None,
             folio: runtime::FolioSwapin::new(folio::FOLIO_PAGES),
+            #[cfg(test)]
+            flaw: None,
         })
     }
 
@@ -493,6 +516,17 @@ impl Pager {
     /// The swap store's counters.
     pub fn swap_stats(&self) -> zswap::Stats {
         self.swap.stats()
+    }
+
+    #[cfg(test)]
+    fn flawed(&self, f: Flaw) -> bool {
+        self.flaw == Some(f)
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn flawed(&self, _: Flaw) -> bool {
+        false
     }
 
     fn limit_pages(&self) -> usize {
@@ -705,7 +739,11 @@ impl Pager {
             .spans
             .iter()
             .any(|&(s, e)| (s..e).contains(&addr));
-        if in_span && self.in_flight.active && tid != self.in_flight.tracee {
+        if in_span
+            && self.in_flight.active
+            && tid != self.in_flight.tracee
+            && !self.flawed(Flaw::ServedInSpan)
+        {
             // Its page would be discarded with the span.
             self.in_flight.deferred_missing.push(addr);
             return Ok(());
@@ -905,7 +943,9 @@ impl Pager {
                     }),
                 }
             }
-            Some(Page::Evicting(_)) if self.in_flight.active => {
+            Some(Page::Evicting(_))
+                if self.in_flight.active && !self.flawed(Flaw::WriterLetThrough) =>
+            {
                 self.in_flight.deferred_wp.push(addr);
                 Ok(())
             }
@@ -1336,6 +1376,10 @@ impl Pager {
         // 1. Protect: from here a write waits for the pager.
         let mut protected = Vec::new();
         for &(s, pages) in &runs {
+            if self.flawed(Flaw::StoreUnprotected) {
+                protected.push((s, pages));
+                continue;
+            }
             match self.os.write_protect(s, pages * PAGE_SIZE, true) {
                 Ok(()) => protected.push((s, pages)),
                 Err(_) => {

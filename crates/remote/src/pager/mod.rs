@@ -221,13 +221,20 @@ enum Page {
     Held,
 }
 
-/// An eviction whose discard is running: the remove event of the
-/// pager's own `madvise` is expected for `expect`.
+/// An eviction whose discard is running: the remove events of the
+/// pager's own `madvise` are expected within `expect`.
 #[derive(Default)]
 struct InFlight {
     /// A batch is between its protection and its discard.
     active: bool,
+    /// The ranges the injected call discards.
     expect: Vec<(usize, usize)>,
+    /// The remove events read within `expect` while the call ran: the
+    /// call's own, and any of the program's own discards of those pages,
+    /// which the events do not tell apart.
+    removes: Vec<(usize, usize)>,
+    /// What the call discarded, as it reported: one remove event each.
+    ours: Vec<(usize, usize)>,
     /// Write-protect faults on the batch's pages, woken after the discard.
     deferred_wp: Vec<usize>,
     /// The thread stopped for the discard.
@@ -323,6 +330,9 @@ enum Flaw {
     /// A missing fault inside a span being discarded is served at once: the
     /// page it maps is discarded with the span.
     ServedInSpan,
+    /// Every remove event within the pager's own discard is taken for its
+    /// own: a page the program discarded meanwhile keeps its stored bytes.
+    ProgramDiscardTakenAsOwn,
 }
 
 fn pages_of(bytes: usize) -> usize {
@@ -702,7 +712,9 @@ impl Pager {
                     .any(|&(es, ee)| es <= s && e <= ee)
                 {
                     // The pager's own discard (one event per mapping it
-                    // spans): its pages stay stored.
+                    // spans), or the program's inside it: told apart once
+                    // the call is done (`forget_discarded_by_program`).
+                    self.in_flight.removes.push((s, e));
                 } else {
                     self.forget_range(s, e);
                     self.record_discarded(s, e);
@@ -1546,10 +1558,39 @@ impl Pager {
             Some(ok) => ok,
             None => self.discard_run_by_run(tracee, runs),
         };
+        self.forget_discarded_by_program();
         self.in_flight.expect.clear();
         self.in_flight.tracee = None;
         self.in_flight.pulled.clear();
         ok
+    }
+
+    /// The pages that the program discarded itself while the pager's call
+    /// discarded them too: the remove events read during the call cover
+    /// them more often than the call's own discards do (one event each).
+    /// Forgotten, so that they read zeros as the program asked, not the
+    /// stored bytes.
+    fn forget_discarded_by_program(&mut self) {
+        let removes = std::mem::take(&mut self.in_flight.removes);
+        let ours = std::mem::take(&mut self.in_flight.ours);
+        if self.flawed(Flaw::ProgramDiscardTakenAsOwn) {
+            return;
+        }
+        let covering = |set: &[(usize, usize)], a: usize| {
+            set.iter().filter(|&&(s, e)| (s..e).contains(&a)).count()
+        };
+        let mut pages: Vec<usize> = removes
+            .iter()
+            .flat_map(|&(s, e)| (s..e).step_by(PAGE_SIZE))
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        for a in pages {
+            if covering(&removes, a) > covering(&ours, a) {
+                self.forget(a);
+                self.record_discarded(a, a + PAGE_SIZE);
+            }
+        }
     }
 
     /// The whole batch in one injected `process_madvise(2)` of the target
@@ -1611,9 +1652,11 @@ impl Pager {
                     // bytes done were discarded (a run cut short counts as
                     // discarded: its stored copy is kept, see `missing`).
                     let mut left = done as usize;
-                    for &(i, _, p) in &pieces {
+                    for &(i, s, p) in &pieces {
                         if left > 0 {
                             ok[i] = true;
+                            let bytes = left.min(p * PAGE_SIZE);
+                            self.in_flight.ours.push((s, s + bytes));
                         }
                         left = left.saturating_sub(p * PAGE_SIZE);
                     }
@@ -1667,7 +1710,9 @@ impl Pager {
                     libc::MADV_DONTNEED as u64,
                 ];
                 let r = tracee.syscall(libc::SYS_madvise, &args, &mut serve);
-                if !matches!(r, Ok(0)) {
+                if matches!(r, Ok(0)) {
+                    self.in_flight.ours.push((s, s + pages * PAGE_SIZE));
+                } else {
                     ok[i] = false;
                 }
                 if r.is_err() {

@@ -996,6 +996,20 @@ mod tests {
         }
     }
 
+    /// A second thread discards a page while the batch that holds it is
+    /// being discarded by the pager.
+    pub(super) fn racing_discard() -> Scenario {
+        Scenario {
+            name: "discard during the pager's discard",
+            pages: 2,
+            threads: vec![
+                vec![Write(0, 1), Write(1, 2), Read(0), Read(1), Read(0)],
+                vec![Read(0), Read(0), Discard(1), Read(1), Write(1, 3), Read(1)],
+            ],
+            evictions: 2,
+        }
+    }
+
     /// One thread, evicted between every access.
     pub(super) fn single() -> Scenario {
         Scenario {
@@ -1034,15 +1048,21 @@ mod tests {
     }
 
     #[test]
+    fn every_schedule_of_a_discard_during_the_pagers_discard_reads_zeros() {
+        check(&racing_discard(), None).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
     fn the_schedules_reach_the_pagers_rarer_paths() {
         let mut total = Coverage::default();
-        for sc in [writers(), discarder(), gap(), single()] {
+        for sc in [writers(), discarder(), gap(), racing_discard(), single()] {
             total.add(check(&sc, None).unwrap_or_else(|e| panic!("{e}")));
         }
         eprintln!("{total:?}");
         assert!(total.evicted > 0 && total.swapins > 0 && total.wp_faults > 0);
         assert!(total.retries > 0, "no fill was refused and retried");
         assert!(total.evict_failures > 0, "no run was left out of a batch");
+        assert!(total.removes_in_discard > 0, "no discard raced the pager's");
     }
 
     #[test]
@@ -1051,8 +1071,9 @@ mod tests {
             Flaw::StoreUnprotected,
             Flaw::WriterLetThrough,
             Flaw::ServedInSpan,
+            Flaw::ProgramDiscardTakenAsOwn,
         ] {
-            let caught = [writers(), discarder(), gap(), single()]
+            let caught = [writers(), discarder(), gap(), racing_discard(), single()]
                 .iter()
                 .any(|sc| check(sc, Some(flaw)).is_err());
             assert!(caught, "{flaw:?} was not caught");

@@ -1784,10 +1784,13 @@ fn sweep(
     let hand = victims.last().map_or(0, |&a| a + PAGE_SIZE);
     victims.sort_unstable();
     spans.sort_unstable();
+    // A run stays inside one span (the two sweeps' spans may touch at the
+    // hand): whether a run was discarded is its span's outcome.
+    let starts_span = |a: usize| spans.binary_search_by_key(&a, |&(s, _)| s).is_ok();
     let mut runs: Vec<Run> = Vec::new();
     for a in victims {
         match runs.last_mut() {
-            Some((s, pages)) if *s + *pages * PAGE_SIZE == a => *pages += 1,
+            Some((s, pages)) if *s + *pages * PAGE_SIZE == a && !starts_span(a) => *pages += 1,
             _ => runs.push((a, 1)),
         }
     }
@@ -1905,6 +1908,10 @@ mod tests {
             for &v in &victims {
                 proptest::prop_assert_eq!(pages.get(&v), Some(&Page::Resident));
                 proptest::prop_assert!(spans.iter().any(|&(s, e)| (s..e).contains(&v)));
+            }
+            for &(s, p) in &runs {
+                let e = s + p * PAGE_SIZE;
+                proptest::prop_assert!(spans.iter().any(|&(ss, se)| ss <= s && e <= se), "run {s:#x}..{e:#x} crosses spans");
             }
             for &(s, e) in &spans {
                 proptest::prop_assert!(registered.iter().any(|&(rs, re)| rs <= s && e <= re), "span {s:#x}..{e:#x}");

@@ -343,13 +343,7 @@ impl Pager {
     /// A pager for process `pid`, whose userfaultfd `uffd` was opened in it
     /// ([`crate::uffd::open_in`]).
     pub fn new(pid: i32, uffd: Uffd, config: &PagerConfig) -> Result<Self, PagerError> {
-        let os = RealOs {
-            pid,
-            uffd,
-            pidfd: uffd::pidfd_open(pid)?,
-            pagemap: Pagemap::open(pid)?,
-            syscall_insn: find_syscall_insn(pid)?,
-        };
+        let os = RealOs::open(pid, uffd, find_syscall_insn(pid)?)?;
         Self::with_os(pid, Box::new(os), config)
     }
 
@@ -1181,7 +1175,11 @@ impl Pager {
         // A process that is exiting has no new image: left alone (so is
         // one whose new image cannot be entered).
         self.image_gone = true;
-        let (Ok(insn), Ok(pagemap)) = (find_syscall_insn(self.pid), Pagemap::open(self.pid)) else {
+        let (Ok(insn), Ok(pagemap), Ok(mem)) = (
+            find_syscall_insn(self.pid),
+            Pagemap::open(self.pid),
+            os::open_mem(self.pid),
+        ) else {
             return Ok(());
         };
         if !pagemap.alive() {
@@ -1192,6 +1190,7 @@ impl Pager {
         };
         real.syscall_insn = insn;
         real.pagemap = pagemap;
+        real.mem = mem;
         let Some(mut stopped) = self.stop_a_thread() else {
             return Ok(());
         };

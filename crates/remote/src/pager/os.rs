@@ -83,14 +83,42 @@ pub(crate) trait Stopped {
     }
 }
 
-/// The real kernel: the target's userfaultfd (opened in it), pidfd and
-/// pagemap, and the address of a `syscall` instruction in it.
+/// The real kernel: the target's userfaultfd (opened in it), pidfd,
+/// pagemap and memory file, and the address of a `syscall` instruction in
+/// it.
 pub(crate) struct RealOs {
     pub(crate) pid: i32,
     pub(crate) uffd: Uffd,
     pub(crate) pidfd: OwnedFd,
     pub(crate) pagemap: Pagemap,
+    /// `/proc/PID/mem`, read for eviction: a page the kernel does not have
+    /// fails the read (`EIO`), where `process_vm_readv` would wait in the
+    /// pager's own userfaultfd for ever. The pager reads only populated
+    /// pages, but a program's discard whose remove event was read earlier
+    /// may unmap one between the check and the read (the model check's
+    /// schedules found it).
+    pub(crate) mem: std::fs::File,
     pub(crate) syscall_insn: u64,
+}
+
+impl RealOs {
+    /// The handles of process `pid`'s current image, with `uffd` opened
+    /// in it.
+    pub(crate) fn open(pid: i32, uffd: Uffd, syscall_insn: u64) -> std::io::Result<Self> {
+        Ok(RealOs {
+            pid,
+            uffd,
+            pidfd: uffd::pidfd_open(pid)?,
+            pagemap: Pagemap::open(pid)?,
+            mem: open_mem(pid)?,
+            syscall_insn,
+        })
+    }
+}
+
+/// `/proc/PID/mem`, for reading.
+pub(crate) fn open_mem(pid: i32) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(format!("/proc/{pid}/mem"))
 }
 
 impl RealOs {
@@ -142,7 +170,8 @@ impl Os for RealOs {
     }
 
     fn read_mem(&self, addr: usize, buf: &mut [u8]) -> std::io::Result<()> {
-        mem::read(self.pid, addr, buf)
+        use std::os::unix::fs::FileExt;
+        self.mem.read_exact_at(buf, addr as u64)
     }
 
     fn write_mem(&self, addr: usize, buf: &[u8]) -> std::io::Result<()> {

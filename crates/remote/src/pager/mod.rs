@@ -800,7 +800,12 @@ impl Pager {
                 }
                 let mapped = match r {
                     Ok(()) => n,
-                    Err((libc::EEXIST, done)) => done / PAGE_SIZE,
+                    // Refused part way (a neighbour mapped meanwhile, or an
+                    // event queued): the pages before the refusal are
+                    // mapped, the faulting one first (its thread woken by
+                    // the kernel), and resident like any other.
+                    Err((_, done)) if done > 0 => done / PAGE_SIZE,
+                    Err((libc::EEXIST, _)) => 0,
                     // Unmapped since it faulted: the thread faults again on
                     // whatever is there now.
                     Err((libc::ENOENT, _)) => {

@@ -1439,16 +1439,17 @@ impl Pager {
         self.in_flight.active = true;
         self.in_flight.spans = spans.iter().map(|&(s, p)| (s, s + p * PAGE_SIZE)).collect();
         let span_ok = self.discard(&mut *tracee, &spans);
-        // A run was discarded with the span that holds it.
-        let discarded: Vec<bool> = stored
-            .iter()
-            .map(|&(rs, _, _)| {
-                spans
+        // A page was discarded with the piece that holds it, unless the
+        // stopped thread pulled it out meanwhile; a run's pages are judged
+        // one by one (pages left resident split its pieces).
+        let pulled = std::mem::take(&mut self.in_flight.pulled);
+        let discarded = |a: usize| {
+            !pulled.contains(&a)
+                && spans
                     .iter()
                     .zip(&span_ok)
-                    .any(|(&(s, p), &ok)| ok && (s..s + p * PAGE_SIZE).contains(&rs))
-            })
-            .collect();
+                    .any(|(&(s, p), &ok)| ok && (s..s + p * PAGE_SIZE).contains(&a))
+        };
         let tid = tracee.tid();
         if tracee.detach().is_err() {
             self.stats.inject_errors += 1;
@@ -1456,12 +1457,12 @@ impl Pager {
         }
         self.stats.injection_ns += t.elapsed().as_nanos() as u64;
         let mut evicted = 0;
-        for (((s, pages, slots), ok), report) in stored.into_iter().zip(discarded).zip(reports) {
-            if ok {
-                self.record_evicted(s, &report);
-            }
+        for ((s, _, slots), report) in stored.into_iter().zip(reports) {
+            let mut any = false;
             for (i, slot) in slots.into_iter().enumerate() {
                 let addr = s + i * PAGE_SIZE;
+                let ok = discarded(addr);
+                any |= ok;
                 if self.pages.get(&addr) != Some(&Page::Evicting(slot)) {
                     continue; // swapped back in, or forgotten, meanwhile
                 }
@@ -1472,11 +1473,12 @@ impl Pager {
                 } else {
                     let _ = self.swap.free(slot);
                     self.pages.insert(addr, Page::Resident);
+                    self.stats.evict_failures += 1;
+                    let _ = self.os.write_protect(addr, PAGE_SIZE, false);
                 }
             }
-            if !ok {
-                self.stats.evict_failures += pages as u64;
-                let _ = self.os.write_protect(s, pages * PAGE_SIZE, false);
+            if any {
+                self.record_evicted(s, &report);
             }
         }
         self.in_flight.active = false;
@@ -1565,7 +1567,6 @@ impl Pager {
         self.forget_discarded_by_program();
         self.in_flight.expect.clear();
         self.in_flight.tracee = None;
-        self.in_flight.pulled.clear();
         ok
     }
 

@@ -1430,9 +1430,17 @@ impl Pager {
                     .any(|&(rs, rp, _)| rs >= s && rs + rp * PAGE_SIZE <= s + p * PAGE_SIZE)
             })
             .collect();
+        // Stored pages still resident are evicting; one the program
+        // discarded since it was picked (its remove event read while the
+        // thread stopped) was forgotten, and its stored copy goes too.
         for (s, _, slots) in &stored {
             for (i, &slot) in slots.iter().enumerate() {
-                self.pages.insert(s + i * PAGE_SIZE, Page::Evicting(slot));
+                let a = s + i * PAGE_SIZE;
+                if self.pages.get(&a) == Some(&Page::Resident) {
+                    self.pages.insert(a, Page::Evicting(slot));
+                } else {
+                    let _ = self.swap.free(slot);
+                }
             }
         }
         // 4. Discard in the target.

@@ -959,11 +959,20 @@ fn report(w: &World, what: &str) -> String {
     format!("{what}\n  last steps:\n    {}", log.join("\n    "))
 }
 
-/// Every schedule of `sc` up to [`SCHEDULES`]: the first violation, or
+/// Schedules a scenario runs: [`SCHEDULES`], or `UZSWAP_MODEL_SCHEDULES`
+/// (a longer search than the test suite's).
+fn schedules() -> u64 {
+    std::env::var("UZSWAP_MODEL_SCHEDULES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SCHEDULES)
+}
+
+/// Every schedule of `sc` up to [`schedules`]: the first violation, or
 /// what they went through.
 pub(crate) fn check(sc: &Scenario, flaw: Option<Flaw>) -> Result<Coverage, String> {
     let mut total = Coverage::default();
-    for seed in 0..SCHEDULES {
+    for seed in 0..schedules() {
         let c = run(sc, seed, flaw).map_err(|e| format!("{} (schedule {seed}): {e}", sc.name))?;
         total.add(c);
     }
@@ -1067,6 +1076,29 @@ mod tests {
         }
     }
 
+    /// Four threads over six pages, two of them discarding, the pager
+    /// evicting six times.
+    pub(super) fn crowd() -> Scenario {
+        Scenario {
+            name: "four threads",
+            pages: 6,
+            threads: vec![
+                vec![
+                    Write(0, 1),
+                    Write(5, 2),
+                    Read(3),
+                    Write(0, 3),
+                    Discard(5),
+                    Read(5),
+                ],
+                vec![Write(3, 4), Read(0), Write(4, 5), Read(4), Write(3, 6)],
+                vec![Read(2), Write(2, 7), Discard(2), Read(1), Write(1, 8)],
+                vec![Read(4), Read(5), Write(5, 9), Read(2), Read(0)],
+            ],
+            evictions: 6,
+        }
+    }
+
     /// One thread, evicted between every access.
     pub(super) fn single() -> Scenario {
         Scenario {
@@ -1112,6 +1144,11 @@ mod tests {
     #[test]
     fn every_schedule_of_three_threads_reads_back_every_write() {
         check(&three(), None).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn every_schedule_of_four_threads_reads_back_every_write() {
+        check(&crowd(), None).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]

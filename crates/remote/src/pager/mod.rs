@@ -12,20 +12,24 @@
 //!   copies them back and frees the slot.
 //!
 //! Eviction of a batch: write-protect its runs, read the pages
-//! (`process_vm_readv`), store them, discard them in the target (an
-//! injected `madvise(MADV_DONTNEED)` per run), then `Evicting` becomes
-//! `Stored`. A write between the protection and the discard waits in a
-//! write-protect fault, which is woken only after the discard: it then
-//! faults again on a missing page and gets the stored bytes, so no write
-//! is lost. A read never faults on a protected page; after the discard it
+//! (`/proc/PID/mem`), store them, discard them in the target (one
+//! injected `process_madvise(MADV_DONTNEED)`), then `Evicting` becomes
+//! `Stored`, page by page. A write between the protection and the
+//! discard waits in a write-protect fault, which is woken only after the
+//! discard: it then faults again on a missing page and gets the stored
+//! bytes, so no write is lost. A read never faults on a protected page; after the discard it
 //! faults as missing and gets the stored bytes. A program's own
 //! `madvise`/`munmap` over the range waits in the kernel until its event
-//! is read (`EVENT_REMOVE`, `EVENT_UNMAP`), so while the pager holds a
-//! batch's pages nothing but the pager changes them.
+//! is read (`EVENT_REMOVE`, `EVENT_UNMAP`) and zaps the pages some time
+//! after: its pages are forgotten when the event is read (ours and the
+//! program's told apart by counting, `forget_discarded_by_program`), and
+//! a page still mapped until the zap is left out of the account.
 //!
 //! One thread does all of it: the pager has no lock and no interleaving
 //! of its own; the target's threads meet it only through the kernel's
-//! userfaultfd, whose ordering the argument above relies on.
+//! userfaultfd, whose ordering the argument above relies on. The
+//! argument is model-checked against a model of that ordering
+//! (`model.rs`).
 
 mod folio;
 #[cfg(test)]
@@ -824,12 +828,15 @@ impl Pager {
                         })
                     }
                 };
-                // The faulting page is mapped (by us, or by another fault
-                // served before): make sure its thread runs on.
+                // The faulting page is mapped already (by another fault
+                // served before, or a page the program discarded, its
+                // remove event read and its zap still to come: it is not
+                // resident again, or a batch could store the bytes the zap
+                // drops): make sure its thread runs on.
                 if mapped == 0 {
                     let _ = self.os.wake(addr, PAGE_SIZE);
                 }
-                for i in 0..mapped.max(1) {
+                for i in 0..mapped {
                     self.set_resident(addr + i * PAGE_SIZE);
                 }
                 Ok(())

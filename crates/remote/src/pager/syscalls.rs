@@ -555,9 +555,10 @@ impl Pager {
             a += done;
             match rest {
                 None => {}
-                // Mapped already (by a fault of the target's): the kernel's.
+                // Mapped already: by a fault served before (resident), or
+                // a page the program discarded whose zap is still to come
+                // (left out of the account, as in `missing`).
                 Some(libc::EEXIST) => {
-                    self.set_resident(a);
                     a += PAGE_SIZE;
                 }
                 Some(libc::EAGAIN) => return false,

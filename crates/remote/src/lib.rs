@@ -55,9 +55,13 @@
 //!    fault that is woken only after the discard, and then faults as
 //!    missing and gets the stored bytes (`pager/mod.rs` argues each state).
 //! 2. The pager never makes the kernel wait for itself: it reads only
-//!    populated pages (a read of an unpopulated one would fault into its
+//!    populated pages, through `/proc/PID/mem`, which fails at once on a
+//!    page unmapped since (`process_vm_readv` would fault into the pager's
 //!    own userfaultfd), and serves events while it waits for a stopped
 //!    thread (the thread may be blocked in a fault of that userfaultfd).
+//!
+//! 1 and 2 are model-checked: `pager/model.rs` runs the pager's own code
+//! against a model kernel and model threads (`pager/os.rs` is the seam).
 //! 3. An injection leaves the thread as it was: every register restored,
 //!    an interrupted system call restarted, signals held while it was
 //!    stopped delivered at detach.

@@ -1453,18 +1453,15 @@ impl Pager {
         // 4. Discard in the target.
         self.in_flight.active = true;
         self.in_flight.spans = spans.iter().map(|&(s, p)| (s, s + p * PAGE_SIZE)).collect();
-        let span_ok = self.discard(&mut *tracee, &spans);
-        // A page was discarded with the piece that holds it, unless the
-        // stopped thread pulled it out meanwhile; a run's pages are judged
-        // one by one (pages left resident split its pieces).
-        let pulled = std::mem::take(&mut self.in_flight.pulled);
-        let discarded = |a: usize| {
-            !pulled.contains(&a)
-                && spans
-                    .iter()
-                    .zip(&span_ok)
-                    .any(|(&(s, p), &ok)| ok && (s..s + p * PAGE_SIZE).contains(&a))
-        };
+        // What the call reports is not what it did: a piece with a hole
+        // (unmapped by the program since) fails with `ENOMEM` after
+        // discarding its mapped parts. Each page still evicting is judged
+        // by the kernel instead: stored if the discard took it, resident if
+        // it is still there (its piece was not discarded, or the stopped
+        // thread pulled it out). Only the pager maps pages, and it maps an
+        // evicting one only by swapping it in, which ends its eviction.
+        let _ = self.discard(&mut *tracee, &spans);
+        self.in_flight.pulled.clear();
         let tid = tracee.tid();
         if tracee.detach().is_err() {
             self.stats.inject_errors += 1;
@@ -1472,11 +1469,17 @@ impl Pager {
         }
         self.stats.injection_ns += t.elapsed().as_nanos() as u64;
         let mut evicted = 0;
-        for ((s, _, slots), report) in stored.into_iter().zip(reports) {
+        for ((s, pages, slots), report) in stored.into_iter().zip(reports) {
+            // A process gone reads nothing: its pages are not discarded
+            // (nor will they be read again).
+            let present = self
+                .os
+                .populated(s, pages)
+                .unwrap_or_else(|_| vec![true; pages]);
             let mut any = false;
             for (i, slot) in slots.into_iter().enumerate() {
                 let addr = s + i * PAGE_SIZE;
-                let ok = discarded(addr);
+                let ok = !present[i];
                 any |= ok;
                 if self.pages.get(&addr) != Some(&Page::Evicting(slot)) {
                     continue; // swapped back in, or forgotten, meanwhile
@@ -1666,19 +1669,30 @@ impl Pager {
                 libc::MADV_DONTNEED as u64,
                 0,
             ];
+            let enomem = -i64::from(libc::ENOMEM);
             match tracee.syscall(libc::SYS_process_madvise, &args, &mut serve) {
-                Ok(done) if done >= 0 => {
+                Ok(done) if done >= 0 || done == enomem => {
                     // The ranges are advised in order: those within the
-                    // bytes done were discarded (a run cut short counts as
-                    // discarded: its stored copy is kept, see `missing`).
-                    let mut left = done as usize;
+                    // bytes done were discarded. A range the program
+                    // unmapped part of since (its unmap event read
+                    // meanwhile) stops the call with `ENOMEM`, its mapped
+                    // parts discarded all the same: counted as the call's
+                    // own too (what was discarded is judged page by page
+                    // from the kernel's state afterwards).
+                    let mut left = done.max(0) as usize;
+                    let mut failed_at = None;
                     for &(i, s, p) in &pieces {
                         if left > 0 {
                             ok[i] = true;
                             let bytes = left.min(p * PAGE_SIZE);
                             self.in_flight.ours.push((s, s + bytes));
+                        } else if failed_at.is_none() {
+                            failed_at = Some((s, p));
                         }
                         left = left.saturating_sub(p * PAGE_SIZE);
+                    }
+                    if let Some((s, p)) = failed_at {
+                        self.in_flight.ours.push((s, s + p * PAGE_SIZE));
                     }
                 }
                 Ok(_) => self.run_by_run = true,
@@ -1730,9 +1744,12 @@ impl Pager {
                     libc::MADV_DONTNEED as u64,
                 ];
                 let r = tracee.syscall(libc::SYS_madvise, &args, &mut serve);
-                if matches!(r, Ok(0)) {
+                // Made (its mapped parts discarded, even where part of the
+                // run was unmapped since: `ENOMEM`).
+                if matches!(r, Ok(n) if n == 0 || n == -i64::from(libc::ENOMEM)) {
                     self.in_flight.ours.push((s, s + pages * PAGE_SIZE));
-                } else {
+                }
+                if !matches!(r, Ok(0)) {
                     ok[i] = false;
                 }
                 if r.is_err() {

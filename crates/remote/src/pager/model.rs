@@ -19,7 +19,12 @@
 //! * **The program's discard** (`madvise(MADV_DONTNEED)` of one page)
 //!   queues a remove event and waits until the pager has read it; the page
 //!   is zapped after that, in a step of its own (the kernel drops the mmap
-//!   lock between the two).
+//!   lock between the two). **Its `munmap`** of a page takes the page out
+//!   of its mapping at once, then queues an unmap event and waits until it
+//!   is read; the pager's calls on the page then fail (`ENOENT`, a read
+//!   with `EIO`), and a discard over it discards the mapped parts and
+//!   fails with `ENOMEM`, as the kernel's `madvise` and `process_madvise`
+//!   do.
 //! * **Stopping a thread** (`ptrace`) interrupts a fault it is blocked in
 //!   (its event leaves the queue if not read yet, and the thread faults
 //!   again once let go) but not a discard waiting for its event (the pager
@@ -47,7 +52,7 @@
 //! rarer paths (refused fills retried, runs left out of a batch, discards
 //! racing the pager's own).
 //!
-//! Not modelled: `fork`, `mremap` and `munmap` (their events), `execve`,
+//! Not modelled: `fork` and `mremap` (their events), `execve`,
 //! the syscall guard of unprivileged runs, folio swap-in (16-page folios;
 //! the scenarios have at most 4 pages), the stopped thread's `rseq` area,
 //! and cold passes (eviction here is the pressure path's `evict_batch`).
@@ -82,6 +87,8 @@ pub(crate) enum Op {
     Write(usize, u8),
     /// `madvise(MADV_DONTNEED)` of page `i`.
     Discard(usize),
+    /// `munmap` of page `i` (never touched again by the scenario).
+    Unmap(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +102,10 @@ enum Run {
         page: usize,
         read: bool,
     },
+    /// In its `munmap`, done but for its unmap event, read once `read`.
+    Unmapping {
+        read: bool,
+    },
     Done,
 }
 
@@ -106,10 +117,20 @@ struct Thread {
     stopped: bool,
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct KPage {
     value: Option<u8>,
     wp: bool,
+    /// Inside a mapping (false once the program unmapped it).
+    vma: bool,
+}
+
+impl KPage {
+    const EMPTY: KPage = KPage {
+        value: None,
+        wp: false,
+        vma: true,
+    };
 }
 
 /// Who waits for a remove event to be read.
@@ -131,6 +152,11 @@ enum KEvent {
         end: usize,
         by: Remover,
     },
+    Unmap {
+        start: usize,
+        end: usize,
+        by: usize,
+    },
 }
 
 /// The kernel and the program, as the pager meets them.
@@ -143,6 +169,8 @@ struct World {
     allowed: Vec<Vec<u8>>,
     /// A write to the page came while a discard of it was under way.
     written_in_discard: Vec<bool>,
+    /// Unmapped by the program: nothing of it is checked any more.
+    gone: Vec<bool>,
     events: VecDeque<KEvent>,
     /// Remove events queued and not read yet (`mmap_changing`).
     changing: usize,
@@ -168,9 +196,10 @@ fn page_addr(i: usize) -> usize {
 impl World {
     fn new(scripts: &[Vec<Op>], pages: usize, seed: u64) -> Self {
         let mut w = World {
-            pages: vec![KPage::default(); pages],
+            pages: vec![KPage::EMPTY; pages],
             allowed: vec![vec![0]; pages],
             written_in_discard: vec![false; pages],
+            gone: vec![false; pages],
             events: VecDeque::new(),
             changing: 0,
             threads: scripts
@@ -220,7 +249,13 @@ impl World {
         (0..self.threads.len())
             .filter(|&i| {
                 let t = &self.threads[i];
-                !t.stopped && matches!(t.run, Run::Ready | Run::Discarding { read: true, .. })
+                !t.stopped
+                    && matches!(
+                        t.run,
+                        Run::Ready
+                            | Run::Discarding { read: true, .. }
+                            | Run::Unmapping { read: true }
+                    )
             })
             .collect()
     }
@@ -252,9 +287,20 @@ impl World {
             return;
         }
         match t.run {
-            Run::Faulted(_) | Run::Done | Run::Discarding { read: false, .. } => {}
+            Run::Faulted(_)
+            | Run::Done
+            | Run::Discarding { read: false, .. }
+            | Run::Unmapping { read: false } => {}
+            Run::Unmapping { read: true } => {
+                let t = &mut self.threads[i];
+                t.run = Run::Ready;
+                t.pc += 1;
+            }
             Run::Discarding { page, read: true } => {
-                self.pages[page] = KPage::default();
+                self.pages[page] = KPage {
+                    vma: self.pages[page].vma,
+                    ..KPage::EMPTY
+                };
                 if !self.written_in_discard[page] {
                     self.allowed[page] = vec![0];
                 }
@@ -305,6 +351,7 @@ impl World {
                 KPage {
                     value: Some(_),
                     wp: false,
+                    ..
                 } => {
                     self.pages[p].value = Some(v);
                     self.allowed[p] = if self.discarding(p) {
@@ -319,9 +366,26 @@ impl World {
                 KPage {
                     value: Some(_),
                     wp: true,
+                    ..
                 } => fault(self, p, true, true),
                 KPage { value: None, .. } => fault(self, p, true, false),
             },
+            Op::Unmap(p) => {
+                let start = page_addr(p);
+                self.pages[p] = KPage {
+                    vma: false,
+                    ..KPage::EMPTY
+                };
+                self.gone[p] = true;
+                self.events.push_back(KEvent::Unmap {
+                    start,
+                    end: start + PAGE_SIZE,
+                    by: i,
+                });
+                self.changing += 1;
+                self.threads[i].run = Run::Unmapping { read: false };
+                self.log.push(format!("T{i} unmaps page {p}"));
+            }
             Op::Discard(p) => {
                 let start = page_addr(p);
                 self.events.push_back(KEvent::Remove {
@@ -376,7 +440,7 @@ impl World {
         let mut err = None;
         for (k, &v) in values.iter().enumerate() {
             let addr = dst + k * PAGE_SIZE;
-            let Some(p) = self.page_of(addr) else {
+            let Some(p) = self.page_of(addr).filter(|&p| self.pages[p].vma) else {
                 err = Some(libc::ENOENT);
                 break;
             };
@@ -386,7 +450,7 @@ impl World {
             }
             self.pages[p] = KPage {
                 value: Some(v),
-                wp: false,
+                ..KPage::EMPTY
             };
             done += PAGE_SIZE;
         }
@@ -428,9 +492,27 @@ impl World {
     fn zap(&mut self, start: usize, end: usize) {
         for addr in (start..end).step_by(PAGE_SIZE) {
             if let Some(p) = self.page_of(addr) {
-                self.pages[p] = KPage::default();
+                self.pages[p].value = None;
+                self.pages[p].wp = false;
             }
         }
+    }
+
+    /// The mapped parts of `[start, end)`: the pieces an `madvise` of it
+    /// acts on, one remove event each.
+    fn mapped_pieces(&self, start: usize, end: usize) -> Vec<(usize, usize)> {
+        let mut pieces: Vec<(usize, usize)> = Vec::new();
+        for addr in (start..end).step_by(PAGE_SIZE) {
+            let mapped = self.page_of(addr).is_none_or(|p| self.pages[p].vma);
+            if !mapped {
+                continue;
+            }
+            match pieces.last_mut() {
+                Some((_, e)) if *e == addr => *e = addr + PAGE_SIZE,
+                _ => pieces.push((addr, addr + PAGE_SIZE)),
+            }
+        }
+        pieces
     }
 
     fn all_done(&self) -> bool {
@@ -469,6 +551,14 @@ impl Os for ModelOs {
                 addr: (page_addr(page) + 8 * (tid as usize % 4)) as *mut libc::c_void,
                 thread_id: nix::unistd::Pid::from_raw(tid),
             },
+            KEvent::Unmap { start, end, by } => {
+                w.changing -= 1;
+                w.threads[by].run = Run::Unmapping { read: true };
+                Event::Unmap {
+                    start: start as *mut libc::c_void,
+                    end: end as *mut libc::c_void,
+                }
+            }
             KEvent::Remove { start, end, by } => {
                 w.changing -= 1;
                 match by {
@@ -529,7 +619,7 @@ impl Os for ModelOs {
         }
         for addr in (start..start + len).step_by(PAGE_SIZE) {
             if let Some(p) = w.page_of(addr) {
-                if w.pages[p].value.is_some() {
+                if w.pages[p].vma && w.pages[p].value.is_some() {
                     w.pages[p].wp = protect;
                 }
             }
@@ -627,8 +717,15 @@ impl Seize for ModelSeize {
                     serve();
                     continue;
                 }
-                // The discard finishes before the thread can stop.
-                Run::Discarding { read: true, .. } => w.step(i),
+                Run::Unmapping { read: false } => {
+                    w.interleave();
+                    drop(w);
+                    serve();
+                    continue;
+                }
+                // The discard (or unmap) finishes before the thread can
+                // stop.
+                Run::Discarding { read: true, .. } | Run::Unmapping { read: true } => w.step(i),
                 // A ptrace stop interrupts the fault: its event leaves the
                 // queue if the pager has not read it yet (the kernel takes
                 // the waiter off the pending list), and the access is made
@@ -660,10 +757,26 @@ struct ModelStopped {
 }
 
 impl ModelStopped {
-    /// `madvise(MADV_DONTNEED)` of `[start, end)` in the stopped thread:
-    /// the remove event, served by the pager while the call waits, then
-    /// the zap (the program may run in between).
+    /// `madvise(MADV_DONTNEED)` of `[start, end)` in the stopped thread,
+    /// mapping by mapping: the remove event, served by the pager while the
+    /// call waits, then the zap (the program may run in between). `true`
+    /// if part of the range is not mapped (the kernel then fails the call
+    /// with `ENOMEM`, having discarded the mapped parts all the same).
     fn discard(
+        &self,
+        start: usize,
+        end: usize,
+        serve: &mut dyn FnMut(),
+    ) -> Result<bool, InjectError> {
+        let pieces = self.world.borrow().mapped_pieces(start, end);
+        let covered: usize = pieces.iter().map(|&(s, e)| e - s).sum();
+        for (s, e) in pieces {
+            self.discard_mapped(s, e, serve)?;
+        }
+        Ok(covered < end - start)
+    }
+
+    fn discard_mapped(
         &self,
         start: usize,
         end: usize,
@@ -735,17 +848,22 @@ impl Stopped for ModelStopped {
                         })
                         .collect()
                 };
+                // Range by range; a range with a hole fails the call: the
+                // bytes of the ranges before it, or the error.
                 let mut done = 0;
                 for (s, len) in ranges {
-                    self.discard(s, s + len, serve)?;
+                    if self.discard(s, s + len, serve)? {
+                        let enomem = -i64::from(libc::ENOMEM);
+                        return Ok(if done > 0 { done as i64 } else { enomem });
+                    }
                     done += len;
                 }
                 Ok(done as i64)
             }
             libc::SYS_madvise => {
                 let (s, len) = (args[0] as usize, args[1] as usize);
-                self.discard(s, s + len, serve)?;
-                Ok(0)
+                let hole = self.discard(s, s + len, serve)?;
+                Ok(if hole { -i64::from(libc::ENOMEM) } else { 0 })
             }
             _ => Ok(-i64::from(libc::ENOSYS)),
         }
@@ -843,6 +961,14 @@ pub(crate) fn run(sc: &Scenario, seed: u64, flaw: Option<Flaw>) -> Result<Covera
     // The pager's account: a page is resident there exactly where the
     // kernel has it mapped (the charge counts what is there).
     for p in 0..sc.pages {
+        if w.gone[p] {
+            if let Some(state) = pager.pages.get(&page_addr(p)) {
+                w.violation(format!(
+                    "page {p}, unmapped by the program, is still {state:?}"
+                ));
+            }
+            continue;
+        }
         let resident = pager.pages.get(&page_addr(p)) == Some(&super::Page::Resident);
         if resident != w.pages[p].value.is_some() {
             let mapped = w.pages[p].value.is_some();
@@ -911,7 +1037,8 @@ fn released(world: &Rc<RefCell<World>>, pager: Pager, pages: usize) -> Result<Co
         world.borrow_mut().violation(format!("release failed: {e}"));
     }
     let mut w = world.borrow_mut();
-    for p in 0..pages {
+    let kept: Vec<usize> = (0..pages).filter(|&p| !w.gone[p]).collect();
+    for p in kept {
         let value = w.pages[p].value.unwrap_or(0);
         if !w.allowed[p].contains(&value) {
             let allowed = w.allowed[p].clone();
@@ -931,9 +1058,10 @@ fn read_back_everything(world: &Rc<RefCell<World>>, pager: &mut Pager, pages: us
     let reader = {
         let mut w = world.borrow_mut();
         let i = w.threads.len();
+        let ops = (0..pages).filter(|&p| !w.gone[p]).map(Op::Read).collect();
         w.threads.push(Thread {
             tid: PID + i as i32,
-            ops: (0..pages).map(Op::Read).collect(),
+            ops,
             pc: 0,
             run: Run::Ready,
             stopped: false,
@@ -1099,6 +1227,28 @@ mod tests {
         }
     }
 
+    /// The program unmaps a page while the pager evicts around it.
+    pub(super) fn unmapper() -> Scenario {
+        Scenario {
+            name: "unmap during eviction",
+            pages: 4,
+            threads: vec![
+                vec![
+                    Write(0, 1),
+                    Write(1, 2),
+                    Write(2, 3),
+                    Write(3, 4),
+                    Read(0),
+                    Unmap(1),
+                    Read(2),
+                    Write(0, 5),
+                ],
+                vec![Read(3), Read(2), Write(2, 6), Read(0), Write(3, 7), Read(2)],
+            ],
+            evictions: 3,
+        }
+    }
+
     /// One thread, evicted between every access.
     pub(super) fn single() -> Scenario {
         Scenario {
@@ -1149,6 +1299,11 @@ mod tests {
     #[test]
     fn every_schedule_of_four_threads_reads_back_every_write() {
         check(&crowd(), None).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn every_schedule_of_an_unmap_during_eviction_reads_back_the_rest() {
+        check(&unmapper(), None).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]

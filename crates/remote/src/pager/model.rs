@@ -24,7 +24,9 @@
 //!   is read; the pager's calls on the page then fail (`ENOENT`, a read
 //!   with `EIO`), and a discard over it discards the mapped parts and
 //!   fails with `ENOMEM`, as the kernel's `madvise` and `process_madvise`
-//!   do.
+//!   do. **Its `mremap`** of a page to an address with no mapping moves
+//!   the page (its contents and protection) and the registration, then
+//!   queues a remap event and waits until it is read.
 //! * **Stopping a thread** (`ptrace`) interrupts a fault it is blocked in
 //!   (its event leaves the queue if not read yet, and the thread faults
 //!   again once let go) but not a discard waiting for its event (the pager
@@ -52,10 +54,10 @@
 //! rarer paths (refused fills retried, runs left out of a batch, discards
 //! racing the pager's own).
 //!
-//! Not modelled: `fork` and `mremap` (their events), `execve`,
-//! the syscall guard of unprivileged runs, folio swap-in (16-page folios;
-//! the scenarios have at most 4 pages), the stopped thread's `rseq` area,
-//! and cold passes (eviction here is the pressure path's `evict_batch`).
+//! Not modelled: `fork` (its event), `execve`, the syscall guard of
+//! unprivileged runs, folio swap-in (16-page folios; the scenarios have at
+//! most 6 pages), the stopped thread's `rseq` area, and cold passes
+//! (eviction here is the pressure path's `evict_batch`).
 
 use super::os::{Os, Seize, Stopped};
 use super::{Flaw, Pager, PagerConfig};
@@ -89,6 +91,9 @@ pub(crate) enum Op {
     Discard(usize),
     /// `munmap` of page `i` (never touched again by the scenario).
     Unmap(usize),
+    /// `mremap` of page `i` to page `j`, which has no mapping: the page's
+    /// contents move (page `i` never touched again by the scenario).
+    Remap(usize, usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +107,8 @@ enum Run {
         page: usize,
         read: bool,
     },
-    /// In its `munmap`, done but for its unmap event, read once `read`.
+    /// In its `munmap` or `mremap`, done but for its event, read once
+    /// `read`.
     Unmapping {
         read: bool,
     },
@@ -157,6 +163,11 @@ enum KEvent {
         end: usize,
         by: usize,
     },
+    Remap {
+        from: usize,
+        to: usize,
+        by: usize,
+    },
 }
 
 /// The kernel and the program, as the pager meets them.
@@ -194,12 +205,12 @@ fn page_addr(i: usize) -> usize {
 }
 
 impl World {
-    fn new(scripts: &[Vec<Op>], pages: usize, seed: u64) -> Self {
+    fn new(scripts: &[Vec<Op>], pages: usize, mapped: usize, seed: u64) -> Self {
         let mut w = World {
             pages: vec![KPage::EMPTY; pages],
             allowed: vec![vec![0]; pages],
             written_in_discard: vec![false; pages],
-            gone: vec![false; pages],
+            gone: (0..pages).map(|p| p >= mapped).collect(),
             events: VecDeque::new(),
             changing: 0,
             threads: scripts
@@ -222,6 +233,9 @@ impl World {
             violations: Vec::new(),
             log: Vec::new(),
         };
+        for p in mapped..pages {
+            w.pages[p].vma = false;
+        }
         // How eager the program is varies by seed: some schedules let it
         // run between almost every call, others rarely.
         w.eager = 32 + w.below(200) as u64;
@@ -385,6 +399,24 @@ impl World {
                 self.changing += 1;
                 self.threads[i].run = Run::Unmapping { read: false };
                 self.log.push(format!("T{i} unmaps page {p}"));
+            }
+            Op::Remap(p, q) => {
+                self.pages[q] = self.pages[p];
+                self.pages[p] = KPage {
+                    vma: false,
+                    ..KPage::EMPTY
+                };
+                self.allowed[q] = self.allowed[p].clone();
+                self.gone[p] = true;
+                self.gone[q] = false;
+                self.events.push_back(KEvent::Remap {
+                    from: page_addr(p),
+                    to: page_addr(q),
+                    by: i,
+                });
+                self.changing += 1;
+                self.threads[i].run = Run::Unmapping { read: false };
+                self.log.push(format!("T{i} moves page {p} to page {q}"));
             }
             Op::Discard(p) => {
                 let start = page_addr(p);
@@ -551,6 +583,15 @@ impl Os for ModelOs {
                 addr: (page_addr(page) + 8 * (tid as usize % 4)) as *mut libc::c_void,
                 thread_id: nix::unistd::Pid::from_raw(tid),
             },
+            KEvent::Remap { from, to, by } => {
+                w.changing -= 1;
+                w.threads[by].run = Run::Unmapping { read: true };
+                Event::Remap {
+                    from: from as *mut libc::c_void,
+                    to: to as *mut libc::c_void,
+                    len: PAGE_SIZE,
+                }
+            }
             KEvent::Unmap { start, end, by } => {
                 w.changing -= 1;
                 w.threads[by].run = Run::Unmapping { read: true };
@@ -883,6 +924,8 @@ impl Stopped for ModelStopped {
 pub(crate) struct Scenario {
     pub name: &'static str,
     pub pages: usize,
+    /// Pages mapped (and registered) at the start; the rest are not.
+    pub mapped: usize,
     pub threads: Vec<Vec<Op>>,
     pub evictions: usize,
 }
@@ -906,12 +949,17 @@ fn config() -> PagerConfig {
 /// Runs `sc` under schedule `seed`; the violations found, with the run's
 /// log.
 pub(crate) fn run(sc: &Scenario, seed: u64, flaw: Option<Flaw>) -> Result<Coverage, String> {
-    let world = Rc::new(RefCell::new(World::new(&sc.threads, sc.pages, seed)));
+    let world = Rc::new(RefCell::new(World::new(
+        &sc.threads,
+        sc.pages,
+        sc.mapped,
+        seed,
+    )));
     let mut pager = Pager::with_os(PID, Box::new(ModelOs(world.clone())), &config())
         .map_err(|e| format!("pager: {e}"))?;
     pager.flaw = flaw;
     pager.paging = true;
-    pager.registered = vec![(BASE, page_addr(sc.pages))];
+    pager.registered = vec![(BASE, page_addr(sc.mapped))];
     let mut evictions = sc.evictions;
     for _ in 0..MAX_ROUNDS {
         let (runnable, done, quiet) = {
@@ -1118,6 +1166,7 @@ mod tests {
         Scenario {
             name: "writers during eviction",
             pages: 2,
+            mapped: 2,
             threads: vec![
                 vec![
                     Write(0, 1),
@@ -1138,6 +1187,7 @@ mod tests {
         Scenario {
             name: "discard during eviction",
             pages: 3,
+            mapped: 3,
             threads: vec![
                 vec![
                     Write(0, 1),
@@ -1159,6 +1209,7 @@ mod tests {
         Scenario {
             name: "fault inside a span",
             pages: 3,
+            mapped: 3,
             threads: vec![
                 vec![
                     Write(0, 1),
@@ -1181,6 +1232,7 @@ mod tests {
         Scenario {
             name: "discard during the pager's discard",
             pages: 2,
+            mapped: 2,
             threads: vec![
                 vec![Write(0, 1), Write(1, 2), Read(0), Read(1), Read(0)],
                 vec![Read(0), Read(0), Discard(1), Read(1), Write(1, 3), Read(1)],
@@ -1195,6 +1247,7 @@ mod tests {
         Scenario {
             name: "three threads",
             pages: 4,
+            mapped: 4,
             threads: vec![
                 vec![Write(0, 1), Write(3, 2), Read(1), Write(0, 3), Read(3)],
                 vec![Write(1, 4), Read(0), Discard(3), Read(3), Write(2, 5)],
@@ -1210,6 +1263,7 @@ mod tests {
         Scenario {
             name: "four threads",
             pages: 6,
+            mapped: 6,
             threads: vec![
                 vec![
                     Write(0, 1),
@@ -1232,6 +1286,7 @@ mod tests {
         Scenario {
             name: "unmap during eviction",
             pages: 4,
+            mapped: 4,
             threads: vec![
                 vec![
                     Write(0, 1),
@@ -1249,11 +1304,37 @@ mod tests {
         }
     }
 
+    /// The program moves a page (`mremap`) while the pager evicts around
+    /// it.
+    pub(super) fn mover() -> Scenario {
+        Scenario {
+            name: "mremap during eviction",
+            pages: 5,
+            mapped: 4,
+            threads: vec![
+                vec![
+                    Write(0, 1),
+                    Write(1, 2),
+                    Write(2, 3),
+                    Write(3, 4),
+                    Read(0),
+                    Remap(1, 4),
+                    Read(4),
+                    Write(4, 5),
+                    Read(2),
+                ],
+                vec![Read(3), Read(2), Write(2, 6), Read(0), Write(3, 7), Read(2)],
+            ],
+            evictions: 3,
+        }
+    }
+
     /// One thread, evicted between every access.
     pub(super) fn single() -> Scenario {
         Scenario {
             name: "one thread",
             pages: 2,
+            mapped: 2,
             threads: vec![vec![
                 Write(0, 7),
                 Write(1, 8),
@@ -1304,6 +1385,11 @@ mod tests {
     #[test]
     fn every_schedule_of_an_unmap_during_eviction_reads_back_the_rest() {
         check(&unmapper(), None).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn every_schedule_of_an_mremap_during_eviction_reads_back_the_moved_page() {
+        check(&mover(), None).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]

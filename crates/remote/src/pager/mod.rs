@@ -17,13 +17,17 @@
 //! `Stored`, page by page. A write between the protection and the
 //! discard waits in a write-protect fault, which is woken only after the
 //! discard: it then faults again on a missing page and gets the stored
-//! bytes, so no write is lost. A read never faults on a protected page; after the discard it
-//! faults as missing and gets the stored bytes. A program's own
-//! `madvise`/`munmap` over the range waits in the kernel until its event
-//! is read (`EVENT_REMOVE`, `EVENT_UNMAP`) and zaps the pages some time
-//! after: its pages are forgotten when the event is read (ours and the
-//! program's told apart by counting, `forget_discarded_by_program`), and
-//! a page still mapped until the zap is left out of the account.
+//! bytes, so no write is lost. A read never faults on a protected page;
+//! after the discard it faults as missing and gets the stored bytes.
+//! After the discard each page is judged by the kernel's pagemap, not by
+//! what the injected call reported. A program's own `madvise` over the
+//! range waits in the kernel until its event is read (`EVENT_REMOVE`) and
+//! zaps the pages some time after: its pages are forgotten when the event
+//! is read (ours and the program's told apart by counting,
+//! `forget_discarded_by_program`), and a page still mapped until the zap
+//! is left out of the account. Its `munmap` is done before its event
+//! (`EVENT_UNMAP`): a discard over the hole fails with `ENOMEM` after
+//! discarding the rest.
 //!
 //! One thread does all of it: the pager has no lock and no interleaving
 //! of its own; the target's threads meet it only through the kernel's

@@ -1347,62 +1347,49 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_schedule_of_writers_during_eviction_reads_back_every_write() {
-        check(&writers(), None).unwrap_or_else(|e| panic!("{e}"));
+    /// One test per scenario: every schedule of it passes the checks.
+    macro_rules! every_schedule {
+        ($($name:ident: $scenario:expr;)*) => {
+            $(
+                #[test]
+                fn $name() {
+                    check(&$scenario, None).unwrap_or_else(|e| panic!("{e}"));
+                }
+            )*
+        };
     }
 
-    #[test]
-    fn every_schedule_of_a_discard_during_eviction_reads_zeros_then_its_writes() {
-        check(&discarder(), None).unwrap_or_else(|e| panic!("{e}"));
+    every_schedule! {
+        every_schedule_of_writers_during_eviction_reads_back_every_write: writers();
+        every_schedule_of_a_discard_during_eviction_reads_zeros_then_its_writes: discarder();
+        every_schedule_of_one_thread_evicted_between_accesses_reads_back: single();
+        every_schedule_of_a_fault_inside_a_span_being_discarded_reads_back: gap();
+        every_schedule_of_a_discard_during_the_pagers_discard_reads_zeros: racing_discard();
+        every_schedule_of_three_threads_reads_back_every_write: three();
+        every_schedule_of_four_threads_reads_back_every_write: crowd();
+        every_schedule_of_an_unmap_during_eviction_reads_back_the_rest: unmapper();
+        every_schedule_of_an_mremap_during_eviction_reads_back_the_moved_page: mover();
     }
 
-    #[test]
-    fn every_schedule_of_one_thread_evicted_between_accesses_reads_back() {
-        check(&single(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_a_fault_inside_a_span_being_discarded_reads_back() {
-        check(&gap(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_a_discard_during_the_pagers_discard_reads_zeros() {
-        check(&racing_discard(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_three_threads_reads_back_every_write() {
-        check(&three(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_four_threads_reads_back_every_write() {
-        check(&crowd(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_an_unmap_during_eviction_reads_back_the_rest() {
-        check(&unmapper(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn every_schedule_of_an_mremap_during_eviction_reads_back_the_moved_page() {
-        check(&mover(), None).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    #[test]
-    fn the_schedules_reach_the_pagers_rarer_paths() {
-        let mut total = Coverage::default();
-        for sc in [
+    /// Every scenario.
+    fn all() -> Vec<Scenario> {
+        vec![
             writers(),
             discarder(),
             gap(),
             racing_discard(),
             three(),
+            crowd(),
+            unmapper(),
+            mover(),
             single(),
-        ] {
+        ]
+    }
+
+    #[test]
+    fn the_schedules_reach_the_pagers_rarer_paths() {
+        let mut total = Coverage::default();
+        for sc in all() {
             total.add(check(&sc, None).unwrap_or_else(|e| panic!("{e}")));
         }
         eprintln!("{total:?}");
@@ -1420,16 +1407,7 @@ mod tests {
             Flaw::ServedInSpan,
             Flaw::ProgramDiscardTakenAsOwn,
         ] {
-            let caught = [
-                writers(),
-                discarder(),
-                gap(),
-                racing_discard(),
-                three(),
-                single(),
-            ]
-            .iter()
-            .any(|sc| check(sc, Some(flaw)).is_err());
+            let caught = all().iter().any(|sc| check(sc, Some(flaw)).is_err());
             assert!(caught, "{flaw:?} was not caught");
         }
     }

@@ -81,11 +81,17 @@ type UsableFn = unsafe extern "C" fn(*mut c_void) -> size_t;
 /// The allocator in use: [`GLIBC`] or [`OTHER`], or [`RESOLVING`] while
 /// the lookup runs (blocks then come from [`Bootstrap`], for every thread:
 /// one that waited could hold a lock the lookup needs, the loader's).
+#[inline]
 fn mode() -> u8 {
     let m = MODE.load(Ordering::Acquire);
     if m != UNRESOLVED {
         return m;
     }
+    resolve_mode()
+}
+
+#[cold]
+fn resolve_mode() -> u8 {
     if MODE
         .compare_exchange(UNRESOLVED, RESOLVING, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -156,6 +162,7 @@ fn one_object(entries: &[usize; 6]) -> bool {
 /// Runs `f` (a call into the allocator of `mode`): inside the runtime for
 /// another allocator, so that its own mappings are the kernel's (glibc
 /// makes its system calls directly).
+#[inline]
 fn call<T>(mode: u8, f: impl FnOnce() -> T) -> T {
     let _inside = (mode == OTHER).then(gate::force_busy);
     f()
@@ -171,6 +178,7 @@ unsafe fn entry<F: Copy>(slot: &AtomicUsize) -> F {
     unsafe { std::mem::transmute_copy(&f) }
 }
 
+#[inline]
 pub fn malloc(size: usize) -> *mut c_void {
     match mode() {
         RESOLVING => BOOTSTRAP.alloc(size, 16),
@@ -214,6 +222,7 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
 
 /// # Safety
 /// `ptr` is a live block of this allocator (from the functions above).
+#[inline]
 pub unsafe fn free(ptr: *mut c_void) {
     if BOOTSTRAP.owns(ptr) {
         return;

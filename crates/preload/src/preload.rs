@@ -144,10 +144,12 @@ pub fn started() -> Option<&'static Preload> {
 
 /// Whether an allocation of `size` bytes is below `--min-alloc` (left to
 /// glibc, or to the small-object heap).
+#[inline]
 pub fn below_min(size: usize) -> bool {
     size < MIN_ALLOC.load(Ordering::Relaxed)
 }
 
+#[inline]
 pub fn in_bounds(addr: usize, len: usize) -> bool {
     addr < HI.load(Ordering::Relaxed) && addr.saturating_add(len) > LO.load(Ordering::Relaxed)
 }

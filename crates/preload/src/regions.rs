@@ -14,7 +14,12 @@ use common::PAGE_SIZE;
 
 /// A region for `size` bytes aligned to `align` (a power of two), or `None`
 /// to leave the request to glibc.
+#[inline]
 pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
+    // Most allocations are small: decided here, without a call.
+    if size < MIN_ALLOC.load(Ordering::Relaxed) {
+        return None;
+    }
     alloc_with_room(size, align, kind, 0)
 }
 
@@ -173,10 +178,16 @@ pub enum Freed {
 }
 
 /// Frees the region `ptr` was handed out for.
+#[inline]
 pub fn free(ptr: usize) -> Freed {
+    // Most frees are the program allocator's: decided here.
     if !in_bounds(ptr, 1) {
         return Freed::NotOurs;
     }
+    free_in_bounds(ptr)
+}
+
+fn free_in_bounds(ptr: usize) -> Freed {
     let Some(p) = started() else {
         return Freed::NotOurs;
     };

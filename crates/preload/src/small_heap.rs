@@ -152,11 +152,13 @@ pub fn after_fork_in_child() {
 /// (their large tables are not counted: [`small_usable`]), and telling
 /// them apart would cost each call two more thread-local lookups (about
 /// 6 ns; `passes_through`).
+#[inline]
 fn counting() -> bool {
     STATE.load(Ordering::Relaxed) == WAITING
 }
 
 /// The program's allocator handed out `ptr` (null: nothing) to a hook.
+#[inline]
 pub fn note_next_alloc(ptr: *mut c_void) {
     if !ptr.is_null() && counting() {
         // SAFETY: a live block of the next allocator, just handed out.
@@ -168,6 +170,7 @@ pub fn note_next_alloc(ptr: *mut c_void) {
 ///
 /// # Safety
 /// `ptr` is a live block of the next allocator.
+#[inline]
 pub unsafe fn note_next_free(ptr: *mut c_void) {
     if counting() {
         // SAFETY: the caller's guarantee.
@@ -221,11 +224,18 @@ pub fn owns(ptr: *mut c_void) -> bool {
 
 /// `size` bytes aligned to `align` (zeroed if asked) from the heap, or
 /// `None` to leave the request to glibc.
+#[inline]
 pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
-    if matches!(STATE.load(Ordering::Acquire), OFF | WAITING)
-        || align > MAX_ALIGN
-        || !preload::below_min(size)
-    {
+    // Off or not started yet (most programs, most of the time): decided
+    // here, without a call.
+    if matches!(STATE.load(Ordering::Acquire), OFF | WAITING) {
+        return None;
+    }
+    alloc_started(size, align, zeroed)
+}
+
+fn alloc_started(size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
+    if align > MAX_ALIGN || !preload::below_min(size) {
         return None;
     }
     let _busy = gate::enter()?;

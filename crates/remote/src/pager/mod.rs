@@ -1603,20 +1603,9 @@ impl Pager {
         if self.flawed(Flaw::ProgramDiscardTakenAsOwn) {
             return;
         }
-        let covering = |set: &[(usize, usize)], a: usize| {
-            set.iter().filter(|&&(s, e)| (s..e).contains(&a)).count()
-        };
-        let mut pages: Vec<usize> = removes
-            .iter()
-            .flat_map(|&(s, e)| (s..e).step_by(PAGE_SIZE))
-            .collect();
-        pages.sort_unstable();
-        pages.dedup();
-        for a in pages {
-            if covering(&removes, a) > covering(&ours, a) {
-                self.forget(a);
-                self.record_discarded(a, a + PAGE_SIZE);
-            }
+        for (s, e) in excess_cover(&removes, &ours) {
+            self.forget_range(s, e);
+            self.record_discarded(s, e);
         }
     }
 
@@ -1838,6 +1827,35 @@ fn sweep(
     (runs, spans, hand)
 }
 
+/// The ranges that `removes` covers more often than `ours` does, found by
+/// one sweep over the ranges' ends (a batch's spans may be long; nothing
+/// here walks their pages).
+fn excess_cover(removes: &[(usize, usize)], ours: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut ends: Vec<(usize, isize)> = Vec::with_capacity(2 * (removes.len() + ours.len()));
+    for &(s, e) in removes {
+        ends.extend([(s, 1), (e, -1)]);
+    }
+    for &(s, e) in ours {
+        ends.extend([(s, -1), (e, 1)]);
+    }
+    ends.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let (mut depth, mut from) = (0isize, 0usize);
+    for (at, step) in ends {
+        let was = depth;
+        depth += step;
+        if was <= 0 && depth > 0 {
+            from = at;
+        } else if was > 0 && depth <= 0 && at > from {
+            match out.last_mut() {
+                Some((_, e)) if *e == from => *e = at,
+                _ => out.push((from, at)),
+            }
+        }
+    }
+    out
+}
+
 /// The parts of run `(start, pages)` without the pages at `holes`.
 fn split_around((start, pages): (usize, usize), holes: &[usize]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -1961,6 +1979,49 @@ mod tests {
                 }
             }
             proptest::prop_assert!(victims.is_empty() || next > 0);
+        }
+    }
+
+    #[test]
+    fn excess_cover_is_where_removes_outnumber_ours() {
+        let p = PAGE_SIZE;
+        // Ours alone, tiled by two events: nothing.
+        assert_eq!(
+            excess_cover(&[(0, 2 * p), (2 * p, 4 * p)], &[(0, 4 * p)]),
+            vec![]
+        );
+        // The program's discard of page 1 inside ours: page 1.
+        assert_eq!(
+            excess_cover(&[(0, 4 * p), (p, 2 * p)], &[(0, 4 * p)]),
+            vec![(p, 2 * p)]
+        );
+        // The program's discard across our edge: the part inside ours and
+        // the part outside both count once more than ours.
+        assert_eq!(
+            excess_cover(&[(0, 2 * p), (p, 3 * p)], &[(0, 2 * p)]),
+            vec![(p, 3 * p)]
+        );
+        // Ours reported but no event (a call cut short): nothing.
+        assert_eq!(excess_cover(&[], &[(0, 2 * p)]), vec![]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn excess_cover_matches_counting_page_by_page(
+            removes in proptest::collection::vec((0usize..32, 1usize..8), 0..8),
+            ours in proptest::collection::vec((0usize..32, 1usize..8), 0..4),
+        ) {
+            let p = PAGE_SIZE;
+            let r: Vec<(usize, usize)> = removes.iter().map(|&(s, n)| (s * p, (s + n) * p)).collect();
+            let o: Vec<(usize, usize)> = ours.iter().map(|&(s, n)| (s * p, (s + n) * p)).collect();
+            let count = |set: &[(usize, usize)], a: usize| set.iter().filter(|&&(s, e)| (s..e).contains(&a)).count();
+            let got = excess_cover(&r, &o);
+            for i in 0..48 {
+                let a = i * p;
+                let want = count(&r, a) > count(&o, a);
+                let has = got.iter().any(|&(s, e)| (s..e).contains(&a));
+                proptest::prop_assert_eq!(want, has, "page {}", i);
+            }
         }
     }
 

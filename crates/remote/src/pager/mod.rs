@@ -957,7 +957,16 @@ impl Pager {
                 self.pages.insert(addr, Page::Resident);
                 self.in_flight.pulled.push(addr);
                 match self.os.write_protect(addr, PAGE_SIZE, false) {
-                    Ok(()) => Ok(()),
+                    Ok(()) | Err(libc::ENOENT) => Ok(()),
+                    // An event is queued (the injected discard's own remove
+                    // event, say): the thread is woken to write again, and
+                    // its next fault finds the page resident and unprotects
+                    // it (it must not be left waiting: the injected call
+                    // that the pager waits for is its own).
+                    Err(libc::EAGAIN) => {
+                        let _ = self.os.wake(addr, PAGE_SIZE);
+                        Ok(())
+                    }
                     Err(errno) => Err(PagerError::Kernel {
                         op: "UFFDIO_WRITEPROTECT",
                         addr,

@@ -956,23 +956,9 @@ impl Pager {
                 let _ = self.swap.free(slot);
                 self.pages.insert(addr, Page::Resident);
                 self.in_flight.pulled.push(addr);
-                match self.os.write_protect(addr, PAGE_SIZE, false) {
-                    Ok(()) | Err(libc::ENOENT) => Ok(()),
-                    // An event is queued (the injected discard's own remove
-                    // event, say): the thread is woken to write again, and
-                    // its next fault finds the page resident and unprotects
-                    // it (it must not be left waiting: the injected call
-                    // that the pager waits for is its own).
-                    Err(libc::EAGAIN) => {
-                        let _ = self.os.wake(addr, PAGE_SIZE);
-                        Ok(())
-                    }
-                    Err(errno) => Err(PagerError::Kernel {
-                        op: "UFFDIO_WRITEPROTECT",
-                        addr,
-                        errno,
-                    }),
-                }
+                // Not left waiting where the unprotect is refused for now:
+                // the injected call that the pager waits for is its own.
+                self.unprotect_or_wake(addr)
             }
             Some(Page::Evicting(_))
                 if self.in_flight.active && !self.flawed(Flaw::WriterLetThrough) =>
@@ -987,21 +973,29 @@ impl Pager {
                     self.pages.insert(addr, Page::Resident);
                 }
                 let t = Instant::now();
-                let r = self.os.write_protect(addr, PAGE_SIZE, false);
+                let r = self.unprotect_or_wake(addr);
                 self.stats.stall_ns += t.elapsed().as_nanos() as u64;
-                match r {
-                    Ok(()) | Err(libc::ENOENT) => Ok(()),
-                    Err(libc::EAGAIN) => {
-                        let _ = self.os.wake(addr, PAGE_SIZE);
-                        Ok(())
-                    }
-                    Err(errno) => Err(PagerError::Kernel {
-                        op: "UFFDIO_WRITEPROTECT",
-                        addr,
-                        errno,
-                    }),
-                }
+                r
             }
+        }
+    }
+
+    /// Unprotects the page at `addr` for its writer, waking it. Where the
+    /// kernel refuses for now (`EAGAIN`: an event is queued) the writer is
+    /// woken to write again: its next fault finds the page resident and
+    /// unprotects it then. Unmapped meanwhile (`ENOENT`): nothing to do.
+    fn unprotect_or_wake(&self, addr: usize) -> Result<(), PagerError> {
+        match self.os.write_protect(addr, PAGE_SIZE, false) {
+            Ok(()) | Err(libc::ENOENT) => Ok(()),
+            Err(libc::EAGAIN) => {
+                let _ = self.os.wake(addr, PAGE_SIZE);
+                Ok(())
+            }
+            Err(errno) => Err(PagerError::Kernel {
+                op: "UFFDIO_WRITEPROTECT",
+                addr,
+                errno,
+            }),
         }
     }
 

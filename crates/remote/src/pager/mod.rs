@@ -1467,7 +1467,7 @@ impl Pager {
         // it is still there (its piece was not discarded, or the stopped
         // thread pulled it out). Only the pager maps pages, and it maps an
         // evicting one only by swapping it in, which ends its eviction.
-        let _ = self.discard(&mut *tracee, &spans);
+        self.discard(&mut *tracee, &spans);
         self.in_flight.pulled.clear();
         let tid = tracee.tid();
         if tracee.detach().is_err() {
@@ -1581,18 +1581,17 @@ impl Pager {
     }
 
     /// Discards each run in the stopped thread: all at once with one
-    /// `process_madvise(2)`, else with one `madvise(2)` a run. Returns
-    /// whether each run was discarded.
-    fn discard(&mut self, tracee: &mut dyn Stopped, runs: &[(usize, usize)]) -> Vec<bool> {
+    /// `process_madvise(2)`, else with one `madvise(2)` a run. What was
+    /// discarded is judged afterwards, page by page, from the kernel's
+    /// state ([`Pager::evict_protected`]).
+    fn discard(&mut self, tracee: &mut dyn Stopped, runs: &[(usize, usize)]) {
         self.in_flight.tracee = Some(tracee.tid());
-        let ok = match self.discard_at_once(tracee, runs) {
-            Some(ok) => ok,
-            None => self.discard_run_by_run(tracee, runs),
-        };
+        if !self.discard_at_once(tracee, runs) {
+            self.discard_run_by_run(tracee, runs);
+        }
         self.forget_discarded_by_program();
         self.in_flight.expect.clear();
         self.in_flight.tracee = None;
-        ok
     }
 
     /// The pages that the program discarded itself while the pager's call
@@ -1615,47 +1614,39 @@ impl Pager {
     /// The whole batch in one injected `process_madvise(2)` of the target
     /// on itself (which, unlike a call from here, may `MADV_DONTNEED`),
     /// its ranges written to a page of the target's that uzswap mapped
-    /// ([`Pager::scratch_page`]). `None` where that cannot be done (the
+    /// ([`Pager::scratch_page`]). `false` where that cannot be done (the
     /// kernel refuses, the page cannot be mapped): nothing was discarded.
-    fn discard_at_once(
-        &mut self,
-        tracee: &mut dyn Stopped,
-        runs: &[(usize, usize)],
-    ) -> Option<Vec<bool>> {
+    fn discard_at_once(&mut self, tracee: &mut dyn Stopped, runs: &[(usize, usize)]) -> bool {
         if self.run_by_run {
-            return None;
+            return false;
         }
-        let scratch = self.scratch_page(tracee)?;
+        let Some(scratch) = self.scratch_page(tracee) else {
+            return false;
+        };
         let pid = self.pid as u64;
         let mut serve = || self.serve_events();
-        let fd = tracee
-            .syscall(libc::SYS_pidfd_open, &[pid, 0], &mut serve)
-            .ok()?;
+        let Ok(fd) = tracee.syscall(libc::SYS_pidfd_open, &[pid, 0], &mut serve) else {
+            return false;
+        };
         if fd < 0 {
             self.run_by_run = true;
-            return None;
+            return false;
         }
         // Pages the stopped thread wrote on its way here stay mapped.
-        let pieces: Vec<(usize, usize, usize)> = runs
+        let pieces: Vec<(usize, usize)> = runs
             .iter()
-            .enumerate()
-            .flat_map(|(i, &run)| {
-                split_around(run, &self.in_flight.pulled)
-                    .into_iter()
-                    .map(move |(s, p)| (i, s, p))
-            })
+            .flat_map(|&run| split_around(run, &self.in_flight.pulled))
             .collect();
         let mut iovecs = Vec::with_capacity(pieces.len() * 16);
-        for &(_, s, p) in &pieces {
+        for &(s, p) in &pieces {
             iovecs.extend_from_slice(&(s as u64).to_ne_bytes());
             iovecs.extend_from_slice(&((p * PAGE_SIZE) as u64).to_ne_bytes());
         }
         let written = iovecs.len() <= SCRATCH_BYTES && self.os.write_mem(scratch, &iovecs).is_ok();
-        let mut ok = vec![false; runs.len()];
         if written && !pieces.is_empty() {
             self.in_flight.expect = pieces
                 .iter()
-                .map(|&(_, s, p)| (s, s + p * PAGE_SIZE))
+                .map(|&(s, p)| (s, s + p * PAGE_SIZE))
                 .collect();
             let mut serve = || self.serve_events();
             let args = [
@@ -1677,9 +1668,8 @@ impl Pager {
                     // from the kernel's state afterwards).
                     let mut left = done.max(0) as usize;
                     let mut failed_at = None;
-                    for &(i, s, p) in &pieces {
+                    for &(s, p) in &pieces {
                         if left > 0 {
-                            ok[i] = true;
                             let bytes = left.min(p * PAGE_SIZE);
                             self.in_flight.ours.push((s, s + bytes));
                         } else if failed_at.is_none() {
@@ -1694,15 +1684,10 @@ impl Pager {
                 Ok(_) => self.run_by_run = true,
                 Err(_) => self.stats.inject_errors += 1,
             }
-        } else if pieces.is_empty() {
-            ok = vec![true; runs.len()];
         }
         let mut serve = || self.serve_events();
         let _ = tracee.syscall(libc::SYS_close, &[fd as u64], &mut serve);
-        if self.run_by_run {
-            return None;
-        }
-        Some(ok)
+        !self.run_by_run
     }
 
     /// One page of the target's, mapped by an injected `mmap` the first
@@ -1723,13 +1708,8 @@ impl Pager {
     }
 
     /// `madvise(MADV_DONTNEED)` of each run, one injected call each.
-    fn discard_run_by_run(
-        &mut self,
-        tracee: &mut dyn Stopped,
-        runs: &[(usize, usize)],
-    ) -> Vec<bool> {
-        let mut ok = vec![true; runs.len()];
-        'runs: for (i, &run) in runs.iter().enumerate() {
+    fn discard_run_by_run(&mut self, tracee: &mut dyn Stopped, runs: &[(usize, usize)]) {
+        for &run in runs {
             // Pages pulled out of the batch so far are left mapped.
             for (s, pages) in split_around(run, &self.in_flight.pulled) {
                 self.in_flight.expect = vec![(s, s + pages * PAGE_SIZE)];
@@ -1745,17 +1725,12 @@ impl Pager {
                 if matches!(r, Ok(n) if n == 0 || n == -i64::from(libc::ENOMEM)) {
                     self.in_flight.ours.push((s, s + pages * PAGE_SIZE));
                 }
-                if !matches!(r, Ok(0)) {
-                    ok[i] = false;
-                }
                 if r.is_err() {
                     self.stats.inject_errors += 1;
-                    ok[i + 1..].iter_mut().for_each(|o| *o = false);
-                    break 'runs;
+                    return;
                 }
             }
         }
-        ok
     }
 }
 

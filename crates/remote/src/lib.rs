@@ -59,9 +59,6 @@
 //!    page unmapped since (`process_vm_readv` would fault into the pager's
 //!    own userfaultfd), and serves events while it waits for a stopped
 //!    thread (the thread may be blocked in a fault of that userfaultfd).
-//!
-//! 1 and 2 are model-checked: `pager/model.rs` runs the pager's own code
-//! against a model kernel and model threads (`pager/os.rs` is the seam).
 //! 3. An injection leaves the thread as it was: every register restored,
 //!    an interrupted system call restarted, signals held while it was
 //!    stopped delivered at detach.
@@ -74,6 +71,9 @@
 //!    calls (rseq, robust lists, the word cleared at a thread's exit,
 //!    signal frames on alternate stacks and thread stacks) is pinned or
 //!    left to the kernel ([`seccomp`], [`pins`], `pager/syscalls.rs`).
+//!
+//! 1 and 2 are model-checked: `pager/model.rs` runs the pager's own code
+//! against a model kernel and model threads (`pager/os.rs` is the seam).
 //!
 //! ## Lock order
 //!

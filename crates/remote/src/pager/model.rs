@@ -311,10 +311,7 @@ impl World {
                 t.pc += 1;
             }
             Run::Discarding { page, read: true } => {
-                self.pages[page] = KPage {
-                    vma: self.pages[page].vma,
-                    ..KPage::EMPTY
-                };
+                self.zap(page_addr(page), page_addr(page) + PAGE_SIZE);
                 if !self.written_in_discard[page] {
                     self.allowed[page] = vec![0];
                 }
@@ -391,12 +388,11 @@ impl World {
                     ..KPage::EMPTY
                 };
                 self.gone[p] = true;
-                self.events.push_back(KEvent::Unmap {
+                self.queue_change(KEvent::Unmap {
                     start,
                     end: start + PAGE_SIZE,
                     by: i,
                 });
-                self.changing += 1;
                 self.threads[i].run = Run::Unmapping { read: false };
                 self.log.push(format!("T{i} unmaps page {p}"));
             }
@@ -409,23 +405,21 @@ impl World {
                 self.allowed[q] = self.allowed[p].clone();
                 self.gone[p] = true;
                 self.gone[q] = false;
-                self.events.push_back(KEvent::Remap {
+                self.queue_change(KEvent::Remap {
                     from: page_addr(p),
                     to: page_addr(q),
                     by: i,
                 });
-                self.changing += 1;
                 self.threads[i].run = Run::Unmapping { read: false };
                 self.log.push(format!("T{i} moves page {p} to page {q}"));
             }
             Op::Discard(p) => {
                 let start = page_addr(p);
-                self.events.push_back(KEvent::Remove {
+                self.queue_change(KEvent::Remove {
                     start,
                     end: start + PAGE_SIZE,
                     by: Remover::Thread(i),
                 });
-                self.changing += 1;
                 self.threads[i].run = Run::Discarding {
                     page: p,
                     read: false,
@@ -507,14 +501,20 @@ impl World {
         }
     }
 
+    /// Queues a remove, unmap or remap event: until it is read, the
+    /// mappings are changing (`mmap_changing`).
+    fn queue_change(&mut self, event: KEvent) {
+        self.events.push_back(event);
+        self.changing += 1;
+    }
+
     /// A discard of `[start, end)` by an injected call, remove event first.
     fn queue_injected_remove(&mut self, start: usize, end: usize) {
-        self.events.push_back(KEvent::Remove {
+        self.queue_change(KEvent::Remove {
             start,
             end,
             by: Remover::Injected,
         });
-        self.changing += 1;
         self.injected_read = false;
         self.injecting = true;
         self.log
@@ -562,6 +562,9 @@ impl Os for ModelOs {
         let Some(e) = w.events.pop_front() else {
             return Ok(None);
         };
+        if !matches!(e, KEvent::Fault { .. }) {
+            w.changing -= 1;
+        }
         Ok(Some(match e {
             KEvent::Fault {
                 tid,
@@ -584,7 +587,6 @@ impl Os for ModelOs {
                 thread_id: nix::unistd::Pid::from_raw(tid),
             },
             KEvent::Remap { from, to, by } => {
-                w.changing -= 1;
                 w.threads[by].run = Run::Unmapping { read: true };
                 Event::Remap {
                     from: from as *mut libc::c_void,
@@ -593,7 +595,6 @@ impl Os for ModelOs {
                 }
             }
             KEvent::Unmap { start, end, by } => {
-                w.changing -= 1;
                 w.threads[by].run = Run::Unmapping { read: true };
                 Event::Unmap {
                     start: start as *mut libc::c_void,
@@ -601,7 +602,6 @@ impl Os for ModelOs {
                 }
             }
             KEvent::Remove { start, end, by } => {
-                w.changing -= 1;
                 match by {
                     Remover::Thread(i) => {
                         if w.injecting {
@@ -750,15 +750,9 @@ impl Seize for ModelSeize {
             let i = (tid - PID) as usize;
             match w.threads[i].run {
                 Run::Done => return Err(InjectError::Exited(tid)),
-                // A discard waiting for its event cannot stop: the pager
-                // serves events meanwhile, as `Tracee::seize` does.
-                Run::Discarding { read: false, .. } => {
-                    w.interleave();
-                    drop(w);
-                    serve();
-                    continue;
-                }
-                Run::Unmapping { read: false } => {
+                // A discard (or unmap) waiting for its event cannot stop:
+                // the pager serves events meanwhile, as `Tracee::seize` does.
+                Run::Discarding { read: false, .. } | Run::Unmapping { read: false } => {
                     w.interleave();
                     drop(w);
                     serve();

@@ -16,10 +16,6 @@ use common::PAGE_SIZE;
 /// to leave the request to glibc.
 #[inline]
 pub fn alloc(size: usize, align: usize, kind: Kind) -> Option<usize> {
-    // Most allocations are small: decided here, without a call.
-    if size < MIN_ALLOC.load(Ordering::Relaxed) {
-        return None;
-    }
     alloc_with_room(size, align, kind, 0)
 }
 
@@ -30,10 +26,17 @@ pub const REALLOC_ROOM: usize = 4;
 
 /// [`alloc`], with `room` bytes of address room reserved from the region's
 /// start (for [`grow`]).
+#[inline]
 pub fn alloc_with_room(size: usize, align: usize, kind: Kind, room: usize) -> Option<usize> {
+    // Most allocations are small: decided here, without a call.
     if size < MIN_ALLOC.load(Ordering::Relaxed) {
         return None;
     }
+    alloc_region(size, align, kind, room)
+}
+
+/// [`alloc_with_room`] for a size of `--min-alloc` or more.
+fn alloc_region(size: usize, align: usize, kind: Kind, room: usize) -> Option<usize> {
     let _busy = enter()?;
     if !guard_ready() {
         return None;

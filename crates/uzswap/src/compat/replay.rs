@@ -75,6 +75,9 @@ struct Fidelity {
     trace_bytes: u64,
     /// The run's counters and the replay's, per recorded rep.
     runs: Vec<(u64, u64, u64, u64)>,
+    /// Swap-ins and evictions of every run, recorded or not: how far the
+    /// program's own runs differ from each other (a replay is one path).
+    every_run: Vec<(u64, u64)>,
     /// Pages brought in at the recorded limit by the last rep's replay,
     /// under the runtime's protocol and under Belady's optimum.
     uzswap_pages_in: u64,
@@ -163,6 +166,7 @@ impl Bench<'_> {
             recording_s: 0.0,
             trace_bytes: 0,
             runs: Vec::new(),
+            every_run: Vec::new(),
             uzswap_pages_in: 0,
             opt_pages_in: 0,
             sweep_replays: 0,
@@ -226,6 +230,7 @@ impl Bench<'_> {
                     }
                     Some(_) => {}
                 }
+                f.every_run.push((one.swapins, one.evicted));
                 if record {
                     recording.push(one.elapsed);
                     let trace = run_dir.join("run.trace");
@@ -404,6 +409,16 @@ fn percent(replayed: u64, run: u64) -> f64 {
     }
 }
 
+/// How far apart the runs' counts lie: (largest − smallest) over the
+/// smallest, percent (0 for fewer than two runs).
+fn spread(counts: impl Iterator<Item = u64>) -> f64 {
+    let (lo, hi) = counts.fold((u64::MAX, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+    if hi <= lo {
+        return 0.0;
+    }
+    (hi - lo) as f64 * 100.0 / lo.max(1) as f64
+}
+
 fn table(results: &[Fidelity]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -415,8 +430,10 @@ fn table(results: &[Fidelity]) -> Table {
         "trace",
         "swap-ins\nrun → replay",
         "worst\nerror",
+        "runs'\nspread",
         "evicted\nrun → replay",
         "worst\nerror",
+        "runs'\nspread",
         "pages in\nuzswap / opt",
         "sweep",
     ]);
@@ -453,8 +470,10 @@ fn table(results: &[Fidelity]) -> Table {
             right(human_size(r.trace_bytes)),
             right(format!("{} → {}", last.0, last.1)),
             right(format!("{:+.1}%", worst(|x| percent(x.1, x.0)))),
+            right(format!("{:.0}%", spread(r.every_run.iter().map(|x| x.0)))),
             right(format!("{} → {}", last.2, last.3)),
             right(format!("{:+.1}%", worst(|x| percent(x.3, x.2)))),
+            right(format!("{:.0}%", spread(r.every_run.iter().map(|x| x.1)))),
             right(format!("{} / {}", r.uzswap_pages_in, r.opt_pages_in)),
             right(format!("{} replays, {:.2} s", r.sweep_replays, r.sweep_s)),
         ]);
@@ -530,4 +549,21 @@ fn compressor_table(results: &[Fidelity]) -> Table {
         }
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spread_is_the_range_over_the_smallest_run() {
+        assert_eq!(
+            spread([777, 1200, 1180].into_iter()),
+            (1200.0 - 777.0) * 100.0 / 777.0
+        );
+        assert_eq!(spread([5, 5, 5].into_iter()), 0.0);
+        assert_eq!(spread([42].into_iter()), 0.0);
+        assert_eq!(spread(std::iter::empty()), 0.0);
+        assert_eq!(spread([0, 10].into_iter()), 1000.0);
+    }
 }

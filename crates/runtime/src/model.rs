@@ -120,13 +120,34 @@ struct ModelStore {
 }
 
 /// The model's [`Env`]: the kernel and the store, borrowed for one step.
-struct ModelEnv<'a> {
+pub(crate) struct ModelEnv<'a> {
     k: RefCell<&'a mut Kernel>,
     s: RefCell<&'a mut ModelStore>,
     /// Refuse the next store (set by the explorer for the refusing branch).
     refuse: bool,
     tun: &'a Tunables,
     violation: RefCell<Option<Violation>>,
+}
+
+/// Runs `f` with a model environment of no pages (a protocol function's
+/// own test, for what it counts and asks).
+pub(crate) fn with_model_env<R>(f: impl FnOnce(&ModelEnv<'_>) -> R) -> R {
+    let (mut k, mut s) = (Kernel::default(), ModelStore::default());
+    let tun = Tunables {
+        folio_pages: 1,
+        page_cluster: 0,
+        workingset_pages: 1,
+        unmap_group_pages: 1,
+        flaw: None,
+    };
+    let env = ModelEnv {
+        k: RefCell::new(&mut k),
+        s: RefCell::new(&mut s),
+        refuse: false,
+        tun: &tun,
+        violation: RefCell::new(None),
+    };
+    f(&env)
 }
 
 fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {

@@ -523,6 +523,9 @@ struct Victim {
 /// (the LRU is oldest first by its stamps).
 fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E) -> Vec<Victim> {
     let mut victims = Vec::new();
+    // Records of regions under an aging pass, oldest first: back at the
+    // front once the pick is done.
+    let mut passed_over = Vec::new();
     let mut budget = st.lru.len();
     while victims.len() < n && budget > 0 {
         budget -= 1;
@@ -539,9 +542,20 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E)
         let now = st.clock;
         let idx = rec.idx as usize;
         let r = st.regions.get_mut(&rec.base).expect("live record");
+        if r.aging {
+            // Another thread's aging pass is write-protecting its region
+            // (eviction in a faulting thread runs beside the reclaim
+            // thread's passes): not now, and it keeps its place. Sent to
+            // the back, the oldest pages of each region a pass crossed
+            // would outlive younger ones, which would leave in their stead.
+            passed_over.push(rec);
+            continue;
+        }
         let page = &mut r.pages[idx];
-        if r.dying || r.aging || !page.evictable() {
-            // Not now (pinned, shared, region going): keep its place.
+        if r.dying || !page.evictable() {
+            // Not now (pinned, shared, in flight, region going): to the
+            // back, its stamp kept, so the picks that follow do not look
+            // at it again first.
             st.lru.push_back(rec);
             continue;
         }
@@ -582,6 +596,9 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E)
             armed: page.armed,
         });
     }
+    for rec in passed_over.into_iter().rev() {
+        st.lru.push_front(rec);
+    }
     victims
 }
 
@@ -616,4 +633,46 @@ fn group_runs(mut victims: Vec<Victim>, folio: usize) -> Vec<Run> {
         }
     }
     runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lru_pages(st: &State) -> Vec<(usize, usize)> {
+        st.lru
+            .iter()
+            .filter(|r| st.live(r))
+            .map(|r| (r.base, r.idx as usize))
+            .collect()
+    }
+
+    fn picked(victims: &[Victim]) -> Vec<(usize, usize)> {
+        victims.iter().map(|v| (v.base, v.idx)).collect()
+    }
+
+    #[test]
+    fn a_pick_beside_an_aging_pass_leaves_that_regions_pages_their_place() {
+        let (a, b) = (1 << 30, 2 << 30);
+        let mut st = State::default();
+        st.add_region(a, 2);
+        st.add_region(b, 2);
+        for (base, idx) in [(a, 0), (a, 1), (b, 0), (b, 1)] {
+            st.install_resident(base, idx);
+        }
+        st.regions.get_mut(&a).unwrap().aging = true;
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, env));
+        assert_eq!(picked(&v), vec![(b, 0)]);
+        // Still the oldest: not sent behind region b's younger page.
+        assert_eq!(lru_pages(&st), vec![(a, 0), (a, 1), (b, 1)]);
+        st.regions.get_mut(&a).unwrap().aging = false;
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 2, None, env));
+        assert_eq!(picked(&v), vec![(a, 0), (a, 1)]);
+        // A pinned page is passed over to the back, where the next picks
+        // do not look at it first.
+        st.regions.get_mut(&b).unwrap().pages[1].pins = 1;
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, env));
+        assert!(v.is_empty());
+        assert_eq!(lru_pages(&st), vec![(b, 1)]);
+    }
 }

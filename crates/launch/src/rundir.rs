@@ -3,8 +3,20 @@
 //!
 //! The folder is `$UZSWAP_RUN_DIR` if set, else `$XDG_RUNTIME_DIR/uzswap`
 //! where `XDG_RUNTIME_DIR` is a folder of this user's (the login session's
-//! private folder), else `TMPDIR/uzswap-UID` (`/tmp/uzswap-UID`). A shared
-//! temporary folder lets anyone make that name first, so the folder is
+//! private folder), else `$TMPDIR/uzswap-UID` where `TMPDIR` is set, else
+//! `/dev/shm/uzswap-UID` where `/dev/shm` is a memory file system this
+//! user may write, else `/tmp/uzswap-UID`.
+//!
+//! The folder belongs in memory: every runtime of a run keeps its charge
+//! in the shared-limit file's mapped page, and on a journaling disk file
+//! system (`/tmp` on ext4) a write to that page after the flusher cleaned
+//! it starts a journal handle, which waits while the journal commits the
+//! program's own file writes; the run's `mkdir`, sockets and `rmdir` wait
+//! the same way. A program writing a 24 MB file (`cp`, `sort -o`) took
+//! 1.1–1.5x its plain time under `uzswap run` with the folder in `/tmp`,
+//! 1.0x with it in `/dev/shm`.
+//!
+//! A shared temporary folder lets anyone make that name first, so the folder is
 //! made with mode 0700 and then checked with `lstat`: it must be a real
 //! folder (not a symbolic link) owned by this user. One that another user
 //! made, or a link, is refused with a clear error, never used; one of ours
@@ -39,6 +51,16 @@ pub enum RunDirError {
 /// process's, or another process's read from `/proc/PID/environ`); not
 /// made, not checked.
 pub fn run_dir_for(var: impl Fn(&str) -> Option<OsString>, uid: u32) -> PathBuf {
+    let shm = Path::new(SHM);
+    run_dir_among(var, uid, is_writable_memory_fs(shm).then_some(shm))
+}
+
+/// The shared memory file system's usual mount point.
+const SHM: &str = "/dev/shm";
+
+/// [`run_dir_for`], with `shm` the memory file system to fall back on
+/// before `/tmp`, if there is one.
+fn run_dir_among(var: impl Fn(&str) -> Option<OsString>, uid: u32, shm: Option<&Path>) -> PathBuf {
     if let Some(d) = var(env::RUN_DIR).filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
@@ -49,10 +71,29 @@ pub fn run_dir_for(var: impl Fn(&str) -> Option<OsString>, uid: u32) -> PathBuf 
             return x.join("uzswap");
         }
     }
-    let tmp = var("TMPDIR")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    tmp.join(format!("uzswap-{uid}"))
+    let base = match (var("TMPDIR").filter(|d| !d.is_empty()), shm) {
+        (Some(tmp), _) => PathBuf::from(tmp),
+        (None, Some(shm)) => shm.to_path_buf(),
+        (None, None) => PathBuf::from("/tmp"),
+    };
+    base.join(format!("uzswap-{uid}"))
+}
+
+/// Whether `dir` is a tmpfs folder this process may make entries in.
+fn is_writable_memory_fs(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `statfs` is plain data, filled by the call; `c` is a valid
+    // NUL-terminated path.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the result is checked.
+    let on_tmpfs = unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0
+        && fs.f_type as libc::c_long == TMPFS_MAGIC;
+    // SAFETY: `c` is a valid path; access only reads it.
+    on_tmpfs && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0
 }
 
 /// This process's real user.
@@ -246,10 +287,20 @@ mod tests {
             run_dir_for(vars(vec![(env::RUN_DIR, "/x/y".into())]), 7),
             PathBuf::from("/x/y")
         );
-        assert_eq!(run_dir_for(vars(vec![]), 7), PathBuf::from("/tmp/uzswap-7"));
+        let shm = Some(Path::new("/mem"));
         assert_eq!(
-            run_dir_for(vars(vec![("TMPDIR", "/var/tmp".into())]), 7),
-            PathBuf::from("/var/tmp/uzswap-7")
+            run_dir_among(vars(vec![]), 7, None),
+            PathBuf::from("/tmp/uzswap-7")
+        );
+        assert_eq!(
+            run_dir_among(vars(vec![]), 7, shm),
+            PathBuf::from("/mem/uzswap-7"),
+            "in memory where there is a memory file system"
+        );
+        assert_eq!(
+            run_dir_among(vars(vec![("TMPDIR", "/var/tmp".into())]), 7, shm),
+            PathBuf::from("/var/tmp/uzswap-7"),
+            "a TMPDIR the user set is their choice"
         );
         // XDG_RUNTIME_DIR is used where it is the user's own folder.
         let x = scratch("xdg");
@@ -259,11 +310,36 @@ mod tests {
             x.join("uzswap")
         );
         assert_eq!(
-            run_dir_for(vars(vec![("XDG_RUNTIME_DIR", x.clone().into())]), me + 1),
+            run_dir_among(
+                vars(vec![("XDG_RUNTIME_DIR", x.clone().into())]),
+                me + 1,
+                None
+            ),
             PathBuf::from(format!("/tmp/uzswap-{}", me + 1)),
             "another user's XDG_RUNTIME_DIR (an environment passed on by setpriv) is not used"
         );
         std::fs::remove_dir_all(&x).unwrap();
+    }
+
+    #[test]
+    fn a_memory_file_system_is_told_from_a_disk_one() {
+        // /proc is no tmpfs; a missing folder is nothing.
+        assert!(!is_writable_memory_fs(Path::new("/proc")));
+        assert!(!is_writable_memory_fs(Path::new("/no/such/folder")));
+        // /dev/shm (Linux mounts a tmpfs there) is found as one where it is
+        // a tmpfs we can make a folder in, and never where it is not a tmpfs.
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let shm_is_tmpfs = mounts.lines().any(|l| {
+            let mut f = l.split_whitespace().skip(1);
+            f.next() == Some(SHM) && f.next() == Some("tmpfs")
+        });
+        let probe = Path::new(SHM).join(format!("uzswap-probe-{}", std::process::id()));
+        let can_make = std::fs::create_dir(&probe).is_ok();
+        let _ = std::fs::remove_dir(&probe);
+        assert_eq!(
+            is_writable_memory_fs(Path::new(SHM)),
+            shm_is_tmpfs && can_make
+        );
     }
 
     #[test]

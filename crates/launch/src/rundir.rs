@@ -3,9 +3,11 @@
 //!
 //! The folder is `$UZSWAP_RUN_DIR` if set, else `$XDG_RUNTIME_DIR/uzswap`
 //! where `XDG_RUNTIME_DIR` is a folder of this user's (the login session's
-//! private folder), else `$TMPDIR/uzswap-UID` where `TMPDIR` is set, else
-//! `/dev/shm/uzswap-UID` where `/dev/shm` is a memory file system this
-//! user may write, else `/tmp/uzswap-UID`.
+//! private folder), else `/dev/shm/uzswap-UID` where `/dev/shm` is a
+//! memory file system this user may write, else `TMPDIR/uzswap-UID`
+//! (`/tmp/uzswap-UID`). `TMPDIR` is where temporary files go (the swap
+//! file among them, on disk); the run folder is live state, as
+//! `XDG_RUNTIME_DIR` is.
 //!
 //! The folder belongs in memory: every runtime of a run keeps its charge
 //! in the shared-limit file's mapped page, and on a journaling disk file
@@ -71,10 +73,11 @@ fn run_dir_among(var: impl Fn(&str) -> Option<OsString>, uid: u32, shm: Option<&
             return x.join("uzswap");
         }
     }
-    let base = match (var("TMPDIR").filter(|d| !d.is_empty()), shm) {
-        (Some(tmp), _) => PathBuf::from(tmp),
-        (None, Some(shm)) => shm.to_path_buf(),
-        (None, None) => PathBuf::from("/tmp"),
+    let base = match shm {
+        Some(shm) => shm.to_path_buf(),
+        None => var("TMPDIR")
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from),
     };
     base.join(format!("uzswap-{uid}"))
 }
@@ -299,8 +302,12 @@ mod tests {
         );
         assert_eq!(
             run_dir_among(vars(vec![("TMPDIR", "/var/tmp".into())]), 7, shm),
-            PathBuf::from("/var/tmp/uzswap-7"),
-            "a TMPDIR the user set is their choice"
+            PathBuf::from("/mem/uzswap-7"),
+            "TMPDIR is for temporary files, not live state"
+        );
+        assert_eq!(
+            run_dir_among(vars(vec![("TMPDIR", "/var/tmp".into())]), 7, None),
+            PathBuf::from("/var/tmp/uzswap-7")
         );
         // XDG_RUNTIME_DIR is used where it is the user's own folder.
         let x = scratch("xdg");

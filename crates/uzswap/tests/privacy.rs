@@ -158,7 +158,8 @@ fn the_swap_file_is_never_linked_and_shows_no_plaintext_while_a_run_writes_back(
         // SAFETY: our inotify descriptor, closed once.
         unsafe { libc::close(fd) };
         finish_holder(child, lines);
-        // Only the run folder may appear (TMPDIR is `dir`): no swap file.
+        // Only a run folder may appear (in TMPDIR, `dir`, where there is no
+        // /dev/shm): no swap file.
         let linked: Vec<_> = events
             .iter()
             .filter(|(_, n)| !n.starts_with("uzswap-"))
@@ -192,20 +193,23 @@ fn the_swap_file_is_never_linked_and_shows_no_plaintext_while_a_run_writes_back(
     }
 }
 
-/// `uzswap run -- true` with `TMPDIR=dir` (and no other run folder set).
+/// `uzswap run -- true` with its run folder at `dir/uzswap-UID`: the name
+/// it takes by default in a shared folder (`/dev/shm`, `/tmp`), here in a
+/// scratch folder of this test's, where nothing else runs.
 fn run_in_tmpdir(dir: &Path) -> std::process::Output {
     library();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
     Command::new(UZSWAP)
         .args(["run", "-q", "--", "true"])
-        .env("TMPDIR", dir)
+        .env("UZSWAP_RUN_DIR", dir.join(format!("uzswap-{uid}")))
         .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("UZSWAP_RUN_DIR")
         .output()
         .unwrap()
 }
 
-/// `uzswap run` in TMPDIR `dir` is refused (exit 125) with `why` on
-/// stderr.
+/// `uzswap run` with its run folder in `dir` is refused (exit 125) with
+/// `why` on stderr.
 fn assert_refused(dir: &Path, why: &str) {
     let out = run_in_tmpdir(dir);
     let err = text(&out.stderr);
@@ -254,8 +258,8 @@ fn live_stats_of_another_users_process_are_found_by_root_and_refused_to_others()
     std::fs::copy(MEMCHECK, &memcheck).unwrap();
     let uz = uzswap_for_any_user(&dir, &[&memcheck]);
     // As nobody where we are root (the process of another user), else as
-    // ourselves: either way in a TMPDIR of its own, which our environment
-    // does not name.
+    // ourselves: either way with a run folder of its own, which our
+    // environment does not name.
     let mut cmd = if is_root() {
         as_nobody(&uz)
     } else {
@@ -268,6 +272,7 @@ fn live_stats_of_another_users_process_are_found_by_root_and_refused_to_others()
         .arg(&memcheck)
         .args(["--mib", "4", "--threads", "2", "--hold"])
         .env("TMPDIR", &dir)
+        .env("UZSWAP_RUN_DIR", dir.join("run"))
         .env_remove("XDG_RUNTIME_DIR")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -277,6 +282,7 @@ fn live_stats_of_another_users_process_are_found_by_root_and_refused_to_others()
     let out = Command::new(UZSWAP)
         .args(["stats", &pid.to_string(), "--raw"])
         .env_remove("TMPDIR")
+        .env_remove("UZSWAP_RUN_DIR")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -185,7 +185,7 @@ settings! {
         /// (`PID.stats`).
         STATS_DIR = "UZSWAP_STATS_DIR", set_by "`uzswap run`, for each run";
         /// Folder of the live-stats sockets (`uzswap stats PID`).
-        RUN_DIR = "UZSWAP_RUN_DIR", set_by "the user (default $XDG_RUNTIME_DIR/uzswap, $TMPDIR/uzswap-UID or /dev/shm/uzswap-UID)";
+        RUN_DIR = "UZSWAP_RUN_DIR", set_by "the user (default $XDG_RUNTIME_DIR/uzswap, /dev/shm/uzswap-UID or $TMPDIR/uzswap-UID)";
     }
 }
 

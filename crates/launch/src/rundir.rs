@@ -18,7 +18,7 @@
 //! 1.1–1.5x its plain time under `uzswap run` with the folder in `/tmp`,
 //! 1.0x with it in `/dev/shm`.
 //!
-//! A shared temporary folder lets anyone make that name first, so the folder is
+//! A shared folder lets anyone make that name first, so the folder is
 //! made with mode 0700 and then checked with `lstat`: it must be a real
 //! folder (not a symbolic link) owned by this user. One that another user
 //! made, or a link, is refused with a clear error, never used; one of ours

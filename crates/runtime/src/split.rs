@@ -169,7 +169,7 @@ impl PoolSplit {
             Tier::Pool => {
                 average(&self.pool_load_ns, load_ns);
                 if distance < window(limit_pages) {
-                    self.move_down(limit_pages, pool_pages, 1.0);
+                    self.move_down(limit_pages, pool_pages);
                 }
             }
             Tier::File => {
@@ -202,7 +202,7 @@ impl PoolSplit {
     /// refaults from the file just past its reach, every time, and the
     /// target, pulled down by resident ghost hits while the pool first
     /// filled, stayed at its floor (sqlite under 8M: 20.5–21 s in three
-    /// runs of three, against 13.3–13.6 s with the tail). Further than the
+    /// runs, against 13.3–13.6 s with the tail). Further than the
     /// largest pool's reach: nothing (no split would have kept it).
     fn pool_ghost_pages(
         &self,
@@ -243,11 +243,11 @@ impl PoolSplit {
     /// A resident ghost hit: a page less for the pool, counted from its
     /// charge where that is under the target (a target the pool does not
     /// fill would otherwise sink unseen, and spring on the program later).
-    fn move_down(&self, limit_pages: usize, pool_pages: usize, pages: f64) {
+    fn move_down(&self, limit_pages: usize, pool_pages: usize) {
         let limit = limit_pages.max(1) as f64;
         let held = pool_pages as f64 / limit;
         let max = self.max_share(limit_pages);
-        self.update(|s| (s.min(held) - pages / limit).clamp(MIN_SHARE, max));
+        self.update(|s| (s.min(held) - 1.0 / limit).clamp(MIN_SHARE, max));
     }
 
     fn move_up(&self, limit_pages: usize, pages: f64) {
@@ -417,8 +417,8 @@ mod tests {
     #[test]
     fn a_file_refault_past_the_window_but_within_a_larger_pools_reach_counts_less() {
         let s = split();
-        // A small pool: 8,192 pages holding 40,000 entries (shape's 2.5:1
-        // over 16,000 pages, seen at a fifth of that), horizon 40,000.
+        // A pool charged 8,192 pages of the limit, shaped as `shape`
+        // (40,000 entries at 2.5:1), horizon 40,000.
         let small = 8_192;
         let at = |distance: u64| {
             let s2 = split();

@@ -85,7 +85,6 @@ fn run_dir_among(var: impl Fn(&str) -> Option<OsString>, uid: u32, shm: Option<&
 /// Whether `dir` is a tmpfs folder this process may make entries in.
 fn is_writable_memory_fs(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
@@ -93,8 +92,8 @@ fn is_writable_memory_fs(dir: &Path) -> bool {
     // NUL-terminated path.
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: as above; the result is checked.
-    let on_tmpfs = unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0
-        && fs.f_type as libc::c_long == TMPFS_MAGIC;
+    let on_tmpfs =
+        unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0 && fs.f_type == libc::TMPFS_MAGIC;
     // SAFETY: `c` is a valid path; access only reads it.
     on_tmpfs && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0
 }

@@ -129,6 +129,20 @@ pub(crate) struct ModelEnv<'a> {
     violation: RefCell<Option<Violation>>,
 }
 
+impl<'a> ModelEnv<'a> {
+    /// An environment over `k` and `s` for one step, refusing the next
+    /// store if `refuse`.
+    fn new(k: &'a mut Kernel, s: &'a mut ModelStore, refuse: bool, tun: &'a Tunables) -> Self {
+        Self {
+            k: RefCell::new(k),
+            s: RefCell::new(s),
+            refuse,
+            tun,
+            violation: RefCell::new(None),
+        }
+    }
+}
+
 /// Runs `f` with a model environment of no pages (a protocol function's
 /// own test, for what it counts and asks).
 pub(crate) fn with_model_env<R>(f: impl FnOnce(&ModelEnv<'_>) -> R) -> R {
@@ -140,14 +154,7 @@ pub(crate) fn with_model_env<R>(f: impl FnOnce(&ModelEnv<'_>) -> R) -> R {
         unmap_group_pages: 1,
         flaw: None,
     };
-    let env = ModelEnv {
-        k: RefCell::new(&mut k),
-        s: RefCell::new(&mut s),
-        refuse: false,
-        tun: &tun,
-        violation: RefCell::new(None),
-    };
-    f(&env)
+    f(&ModelEnv::new(&mut k, &mut s, false, &tun))
 }
 
 fn kerr(op: &'static str, addr: usize, len: usize, errno: i32) -> KernelError {
@@ -743,13 +750,7 @@ impl World {
     ) -> Result<Step<T>, Violation> {
         let m = Mutex::new(std::mem::take(&mut self.st));
         let cv = Condvar::new();
-        let env = ModelEnv {
-            k: RefCell::new(&mut self.k),
-            s: RefCell::new(&mut self.s),
-            refuse,
-            tun: &sc.tun,
-            violation: RefCell::new(None),
-        };
+        let env = ModelEnv::new(&mut self.k, &mut self.s, refuse, &sc.tun);
         let cx = Cx {
             state: &m,
             changed: &cv,

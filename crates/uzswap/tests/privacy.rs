@@ -196,7 +196,7 @@ fn the_swap_file_is_never_linked_and_shows_no_plaintext_while_a_run_writes_back(
 /// `uzswap run -- true` with its run folder at `dir/uzswap-UID`: the name
 /// it takes by default in a shared folder (`/dev/shm`, `/tmp`), here in a
 /// scratch folder of this test's, where nothing else runs.
-fn run_in_tmpdir(dir: &Path) -> std::process::Output {
+fn run_with_folder_in(dir: &Path) -> std::process::Output {
     library();
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
@@ -211,7 +211,7 @@ fn run_in_tmpdir(dir: &Path) -> std::process::Output {
 /// `uzswap run` with its run folder in `dir` is refused (exit 125) with
 /// `why` on stderr.
 fn assert_refused(dir: &Path, why: &str) {
-    let out = run_in_tmpdir(dir);
+    let out = run_with_folder_in(dir);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains(why), "{err}");
@@ -235,7 +235,7 @@ fn a_run_folder_another_user_made_or_a_link_is_refused() {
     );
     std::fs::remove_file(&theirs).unwrap();
     // Our own folder: used, and left 0700.
-    let out = run_in_tmpdir(&dir);
+    let out = run_with_folder_in(&dir);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&theirs).unwrap().permissions());

@@ -251,9 +251,11 @@ impl Swap {
             }
         }
         let _held = self.lock_slots(offsets);
-        for &o in offsets {
-            self.drop_contents(o);
-        }
+        // What the slots held goes. A pooled page's offset needs no tree
+        // lookup here: the commit below replaces (and frees) any entry
+        // there, under the same slot locks.
+        let pooled_offsets: &[u64] = if pooled.is_some() { &rest_offsets } else { &[] };
+        self.drop_contents_of(offsets, pooled_offsets);
         if let Some(prepared) = pooled {
             report.zswap = prepared.len();
             {
@@ -303,6 +305,36 @@ impl Swap {
         self.set_zero(offset, false);
         self.zswap.invalidate(offset);
         self.cache.lock().pages.remove(&offset);
+    }
+
+    /// [`Swap::drop_contents`] of each of `offsets`, with one swap-cache
+    /// lock, and no zswap lookup for those of `to_be_replaced` (sorted as
+    /// `offsets` is: a subsequence of it), whose entries the caller
+    /// replaces while it holds their slot locks.
+    fn drop_contents_of(&self, offsets: &[u64], to_be_replaced: &[u64]) {
+        let mut replaced = to_be_replaced.iter().peekable();
+        for &o in offsets {
+            self.dev.discard(o);
+            self.set_zero(o, false);
+            if replaced.next_if_eq(&&o).is_none() {
+                self.zswap.invalidate(o);
+            }
+        }
+        let mut cache = self.cache.lock();
+        if !cache.pages.is_empty() {
+            for o in offsets {
+                cache.pages.remove(o);
+            }
+        }
+    }
+
+    /// Frees the slot of a page just loaded from zswap: `load` took its
+    /// entry, and the swap cache, the zero map and the file never held it
+    /// beside the pool (one place a slot, checked by `read_target` under
+    /// the slot lock the caller holds).
+    fn release_loaded_slot(&self, offset: u64) -> Result<(), ZswapError> {
+        self.dev.discard(offset);
+        Ok(self.dev.free(offset)?)
     }
 
     /// Swaps in the page at `offset` into `page` and frees the slot. Pages
@@ -388,6 +420,7 @@ impl Swap {
         let (source, clean) = self.read_target(offset, page)?;
         match kept.as_deref_mut() {
             Some(kept) if clean => kept.push(offset),
+            _ if source == Source::Zswap => self.release_loaded_slot(offset)?,
             _ => self.release_slot(offset)?,
         }
         drop(held);
@@ -496,6 +529,12 @@ impl Swap {
         around: &mut Vec<AroundPage>,
         mut kept: Option<&mut Vec<u64>>,
     ) {
+        // Without a folio to bring, only swap-cache pages go: none to look
+        // for when the cache is empty (a page read ahead meanwhile stays
+        // there for its own fault).
+        if neighbours.is_empty() || (!pooled && self.cache.lock().pages.is_empty()) {
+            return;
+        }
         for &n in neighbours
             .iter()
             .filter(|&&n| n != offset && (n as usize) < self.dev.nr_slots())

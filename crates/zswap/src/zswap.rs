@@ -16,8 +16,10 @@ const TREE_SHARDS: usize = 64;
 
 /// One shard of the offset → entry tree (the kernel's xarray). Offsets are
 /// integers the runtime hands out: foldhash, not SipHash (no key here comes
-/// from outside the process).
-type TreeShard = RwLock<HashMap<u64, Arc<Entry>>>;
+/// from outside the process). Entries live in the table itself: a lookup
+/// is one probe, with no allocation per store and no reference count to
+/// touch per load.
+type TreeShard = RwLock<HashMap<u64, Entry>>;
 
 /// One stored page.
 #[derive(Debug)]
@@ -30,6 +32,13 @@ pub(crate) struct Entry {
     referenced: AtomicBool,
     /// Tells an LRU record from a later entry at the same offset.
     generation: u64,
+}
+
+impl Entry {
+    /// Where its bytes are: the handle and the stored length.
+    fn location(&self) -> (Handle, usize) {
+        (self.handle, self.length)
+    }
 }
 
 /// Why a store was refused; the folio stays with the caller.
@@ -318,12 +327,20 @@ impl Zswap {
 
     fn insert(&self, offset: u64, handle: Handle, length: usize) {
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(Entry {
-            handle,
-            length,
-            referenced: AtomicBool::new(true),
-            generation,
-        });
+        self.insert_entry(
+            offset,
+            Entry {
+                handle,
+                length,
+                referenced: AtomicBool::new(true),
+                generation,
+            },
+        );
+    }
+
+    /// Publishes `entry` at `offset` and gives it an LRU record.
+    fn insert_entry(&self, offset: u64, entry: Entry) {
+        let generation = entry.generation;
         match self.shard(offset).write().insert(offset, entry) {
             Some(old) => drop(self.pool.free(old.handle)),
             None => drop(self.stored.fetch_add(1, Ordering::Relaxed)),
@@ -346,11 +363,20 @@ impl Zswap {
     /// decompression error the entry stays, so nothing is lost. The caller
     /// serialises operations on one offset.
     pub fn load(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
-        let Some(entry) = self.shard(offset).read().get(&offset).cloned() else {
+        // The caller's slot lock keeps every other store, load and
+        // invalidation of `offset` out: the entry can leave the tree first,
+        // in one probe, and go back if it cannot be read.
+        let Some(entry) = self.shard(offset).write().remove(&offset) else {
             return Ok(false);
         };
-        self.decompress(offset, &entry, page)?;
-        self.remove_if_same(offset, &entry);
+        self.stored.fetch_sub(1, Ordering::Relaxed);
+        if let Err(e) = self.decompress(offset, entry.handle, entry.length, page) {
+            // Back, counted again, with a new LRU record (the shrinker may
+            // have dropped the old one as stale meanwhile).
+            self.insert_entry(offset, entry);
+            return Err(e);
+        }
+        let _ = self.pool.free(entry.handle);
         Counters::add(&self.counters.zswpin, 1);
         Ok(true)
     }
@@ -359,17 +385,25 @@ impl Zswap {
     /// forked child's read of the pool it inherited, which it never
     /// changes. `Ok(false)`: no entry.
     pub fn peek(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
-        let Some(entry) = self.shard(offset).read().get(&offset).cloned() else {
+        let Some((handle, length)) = self.shard(offset).read().get(&offset).map(Entry::location)
+        else {
             return Ok(false);
         };
-        self.decompress(offset, &entry, page)?;
+        self.decompress(offset, handle, length, page)?;
         Ok(true)
     }
 
-    /// Decompresses from the pool's bytes in place (`Pool::read_with`).
-    fn decompress(&self, offset: u64, entry: &Entry, page: &mut [u8]) -> Result<(), ZswapError> {
-        self.pool.read_with(entry.handle, entry.length, |data| {
-            if entry.length == PAGE_SIZE {
+    /// Decompresses the object at `handle` of `length` bytes into `page`,
+    /// from the pool's bytes in place (`Pool::read_with`).
+    fn decompress(
+        &self,
+        offset: u64,
+        handle: Handle,
+        length: usize,
+        page: &mut [u8],
+    ) -> Result<(), ZswapError> {
+        self.pool.read_with(handle, length, |data| {
+            if length == PAGE_SIZE {
                 page.copy_from_slice(data);
                 return Ok(());
             }
@@ -380,14 +414,20 @@ impl Zswap {
         })?
     }
 
-    fn remove_if_same(&self, offset: u64, entry: &Arc<Entry>) -> bool {
+    /// Drops the entry at `offset` if it is still the one of
+    /// `generation`.
+    fn remove_if_same(&self, offset: u64, generation: u64) -> bool {
         let mut shard = self.shard(offset).write();
-        if shard.get(&offset).is_some_and(|e| Arc::ptr_eq(e, entry)) {
-            shard.remove(&offset);
-            drop(shard);
-            self.stored.fetch_sub(1, Ordering::Relaxed);
-            let _ = self.pool.free(entry.handle);
-            return true;
+        if shard
+            .get(&offset)
+            .is_some_and(|e| e.generation == generation)
+        {
+            if let Some(entry) = shard.remove(&offset) {
+                drop(shard);
+                self.stored.fetch_sub(1, Ordering::Relaxed);
+                let _ = self.pool.free(entry.handle);
+                return true;
+            }
         }
         false
     }
@@ -410,16 +450,16 @@ impl Zswap {
         while out.len() < n && budget > 0 {
             budget -= 1;
             let Some(v) = lru.pop_front() else { break };
-            let entry = self.shard(v.offset).read().get(&v.offset).cloned();
-            match entry {
+            let referenced = match self.shard(v.offset).read().get(&v.offset) {
                 Some(e) if e.generation == v.generation => {
-                    if e.referenced.swap(false, Ordering::Relaxed) {
-                        lru.push_back(v);
-                    } else {
-                        out.push(v);
-                    }
+                    Some(e.referenced.swap(false, Ordering::Relaxed))
                 }
-                _ => {} // stale record: the entry was loaded, freed or replaced
+                _ => None, // stale record: the entry was loaded, freed or replaced
+            };
+            match referenced {
+                Some(true) => lru.push_back(v),
+                Some(false) => out.push(v),
+                None => {}
             }
         }
         out
@@ -428,25 +468,25 @@ impl Zswap {
     /// Decompresses a victim for writeback, if it is still the same entry.
     /// The caller holds the victim's slot lock.
     pub(crate) fn read_victim(&self, v: Victim, page: &mut [u8]) -> Result<bool, ZswapError> {
-        let entry = self.shard(v.offset).read().get(&v.offset).cloned();
-        match entry {
-            Some(e) if e.generation == v.generation => {
-                self.decompress(v.offset, &e, page).map(|()| true)
-            }
-            _ => Ok(false),
+        let location = match self.shard(v.offset).read().get(&v.offset) {
+            Some(e) if e.generation == v.generation => Some(e.location()),
+            _ => None,
+        };
+        match location {
+            Some((handle, length)) => self
+                .decompress(v.offset, handle, length, page)
+                .map(|()| true),
+            None => Ok(false),
         }
     }
 
     /// The victim's page is safely on disk: drop it from the cache.
     pub(crate) fn finish_writeback(&self, v: Victim) {
-        let entry = self.shard(v.offset).read().get(&v.offset).cloned();
-        if let Some(e) = entry.filter(|e| e.generation == v.generation) {
-            if self.remove_if_same(v.offset, &e) {
-                Counters::add(&self.counters.written_back_pages, 1);
-                let now = self.next_generation.load(Ordering::Relaxed);
-                self.writeback_horizon
-                    .store(now.saturating_sub(v.generation), Ordering::Relaxed);
-            }
+        if self.remove_if_same(v.offset, v.generation) {
+            Counters::add(&self.counters.written_back_pages, 1);
+            let now = self.next_generation.load(Ordering::Relaxed);
+            self.writeback_horizon
+                .store(now.saturating_sub(v.generation), Ordering::Relaxed);
         }
     }
 
@@ -472,5 +512,54 @@ mod metadata_tests {
             tree_slot + lru_record <= ENTRY_METADATA_BYTES,
             "{tree_slot} + {lru_record} > {ENTRY_METADATA_BYTES}"
         );
+    }
+}
+
+#[cfg(test)]
+mod load_tests {
+    use super::Zswap;
+    use crate::stats::Counters;
+    use crate::{Config, ZswapError};
+    use common::PAGE_SIZE;
+    use std::sync::Arc;
+
+    fn text_page(seed: u8) -> Vec<u8> {
+        (0..PAGE_SIZE)
+            .map(|i| b"compressible text "[(i + seed as usize) % 18])
+            .collect()
+    }
+
+    /// A load that cannot decompress leaves the entry where it was: still
+    /// present, still counted, and still on the LRU for the shrinker.
+    #[test]
+    fn a_load_that_cannot_decompress_keeps_the_entry() {
+        let zswap = Zswap::new(&Config::default(), Arc::new(Counters::default())).unwrap();
+        let page = text_page(3);
+        zswap.store(&[&page], &[7]).unwrap();
+        zswap.store(&[&text_page(5)], &[8]).unwrap();
+        let (handle, length) = zswap.shard(7).read().get(&7).unwrap().location();
+        assert!(length < PAGE_SIZE, "the page compressed");
+        zswap.pool.write(handle, &vec![0xff; length]).unwrap();
+
+        let mut out = vec![0u8; PAGE_SIZE];
+        let err = zswap.load(7, &mut out).unwrap_err();
+        assert!(
+            matches!(err, ZswapError::Decompress { offset: 7, .. }),
+            "{err}"
+        );
+        assert!(zswap.present(7));
+        assert_eq!(zswap.stored_pages(), 2);
+        // Second chance clears both records' marks, then both are victims.
+        let mut picked: Vec<u64> = zswap.pick_victims(4).iter().map(|v| v.offset).collect();
+        picked.extend(zswap.pick_victims(4).iter().map(|v| v.offset));
+        picked.sort_unstable();
+        picked.dedup();
+        assert_eq!(picked, vec![7, 8]);
+
+        // The other page loads, once, exactly.
+        assert!(zswap.load(8, &mut out).unwrap());
+        assert_eq!(out, text_page(5));
+        assert!(!zswap.load(8, &mut out).unwrap());
+        assert_eq!(zswap.stored_pages(), 1);
     }
 }

@@ -129,6 +129,31 @@ fn zero_pages_take_no_pool_memory() {
 }
 
 #[test]
+fn a_store_over_a_slot_replaces_what_it_held_wherever_that_was() {
+    let swap = Swap::new(cfg()).unwrap();
+    let zero = vec![0u8; PAGE_SIZE];
+    let [a, b, c] = <[u64; 3]>::try_from(swap.alloc_slots(3).unwrap()).unwrap();
+    // a: zero, then a pooled page; b: pooled, then zero; c: pooled, then
+    // another pooled page.
+    swap.swap_out(&[&zero[..], &text_page(1), &text_page(2)], &[a, b, c])
+        .unwrap();
+    swap.swap_out(&[&text_page(3), &zero[..], &text_page(4)], &[a, b, c])
+        .unwrap();
+    assert_eq!(swap.zswap().stored_pages(), 2, "b's old entry went");
+    assert_eq!(swap_in(&swap, a), (text_page(3), Source::Zswap));
+    assert_eq!(swap_in(&swap, b), (zero.clone(), Source::Zero));
+    assert_eq!(swap_in(&swap, c), (text_page(4), Source::Zswap));
+    assert_eq!(swap.zswap().stored_pages(), 0);
+    assert_eq!(swap.zswap().pool_pages(), 0, "no object left behind");
+    // A page written back to the file, then stored over: the pool's copy
+    // is read, not the file's.
+    let d = out(&swap, &[text_page(5)])[0];
+    assert_eq!(swap.writeback(1).unwrap(), 1);
+    swap.swap_out(&[&text_page(6)], &[d]).unwrap();
+    assert_eq!(swap_in(&swap, d), (text_page(6), Source::Zswap));
+}
+
+#[test]
 fn every_compressor_and_batching_path_round_trips() {
     let corpus = Corpus::sample().unwrap();
     let pages: Vec<Vec<u8>> = corpus.pages().step_by(7).map(<[u8]>::to_vec).collect();

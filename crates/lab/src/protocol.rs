@@ -467,6 +467,7 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
         page_cluster: cfg.page_cluster,
         workingset_pages: ceiling,
         unmap_group_pages: cfg.unmap_group_pages,
+        faults_block: false,
     };
     let mut procs: Vec<Proc> = (0..w.recorded.processes.max(1))
         .map(|_| Proc::new(w, &rcfg, cap, limit, cfg.compressor.is_some()))

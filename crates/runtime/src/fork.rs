@@ -162,6 +162,7 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
+    crate::sys::forget_cached_tids();
     no_unwind("child", || {
         let Some(held) = HELD.with(|h| h.borrow_mut().take()) else {
             return;

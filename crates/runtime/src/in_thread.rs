@@ -285,7 +285,7 @@ impl Pager {
         if self.cfg.inject_failure == Some(crate::InjectFailure::FaultHandlerPanic) {
             panic!("injected panic in the fault handler");
         }
-        let tid = crate::sys::gettid();
+        let tid = crate::sys::cached_tid();
         let by_runtime = self.is_runtime_thread(tid);
         // A store only when the thread changes: a single thread's faults
         // leave the line shared.
@@ -372,7 +372,7 @@ impl Pager {
                 self.drive(|cx| op.step(cx));
                 let first_touch = state.state == PageState::Untouched;
                 let kind = Traced::Missing { write, first_touch };
-                self.record_fault(began, page, kind, crate::sys::gettid());
+                self.record_fault(began, page, kind, crate::sys::cached_tid());
                 self.throttle_in_thread();
                 if state.state != PageState::Untouched {
                     self.note_stall(started.elapsed());
@@ -380,7 +380,7 @@ impl Pager {
             } else {
                 let mut op = WpFault::new(page).served_in_thread();
                 self.drive(|cx| op.step(cx));
-                self.record_fault(began, page, Traced::WpFault, crate::sys::gettid());
+                self.record_fault(began, page, Traced::WpFault, crate::sys::cached_tid());
                 self.note_stall(started.elapsed());
             }
         }

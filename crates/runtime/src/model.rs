@@ -152,6 +152,7 @@ pub(crate) fn with_model_env<R>(f: impl FnOnce(&ModelEnv<'_>) -> R) -> R {
         page_cluster: 0,
         workingset_pages: 1,
         unmap_group_pages: 1,
+        faults_block: true,
         flaw: None,
     };
     f(&ModelEnv::new(&mut k, &mut s, false, &tun))
@@ -1282,6 +1283,7 @@ mod tests {
             page_cluster: cluster,
             workingset_pages: 1,
             unmap_group_pages: 2,
+            faults_block: true,
             flaw,
         }
     }
@@ -1612,8 +1614,21 @@ mod tests {
     /// after the operation, outside the protocol).
     fn in_thread(mut sc: Scenario) -> Scenario {
         sc.mode = Mode::InThread;
+        sc.tun.faults_block = false;
         sc.throttle = false;
         sc
+    }
+
+    #[test]
+    fn publishing_without_the_wake_where_faults_block_leaves_a_writer_asleep() {
+        // Where faults sleep in the kernel, removing the unmapped run's
+        // protection is the call that wakes its writers: without it one
+        // sleeps on for good. Faults served in the faulting thread
+        // (`faults_block: false`, the test above) have nothing to wake.
+        let mut sc = tracking(None);
+        sc.tun.faults_block = false;
+        let v = fails("no wake where faults block", sc);
+        assert!(matches!(v, Violation::Stuck(_)), "{v:?}");
     }
 
     #[test]

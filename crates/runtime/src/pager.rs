@@ -252,7 +252,7 @@ impl Pager {
 
     /// Records the calling thread as a runtime thread.
     pub fn register_runtime_thread(&self) {
-        self.claim_tid_slot(crate::sys::gettid());
+        self.claim_tid_slot(crate::sys::cached_tid());
     }
 
     /// Takes a free slot of `runtime_tids` for `tid`; `None` if all are
@@ -270,7 +270,7 @@ impl Pager {
     /// only for a runtime thread; any other thread it would make wait for
     /// the eviction, that is, for itself.
     pub fn as_runtime_thread<T>(&self, f: impl FnOnce() -> T) -> T {
-        let tid = crate::sys::gettid();
+        let tid = crate::sys::cached_tid();
         if self.is_runtime_thread(tid) {
             return f();
         }

@@ -74,6 +74,7 @@ impl Runtime {
                 page_cluster: cfg.swap.page_cluster,
                 workingset_pages: limit_pages as u64,
                 unmap_group_pages: cfg.unmap_group_pages,
+                faults_block: mode != FaultMode::InThread,
                 #[cfg(test)]
                 flaw: None,
             },

@@ -50,3 +50,37 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
+
+thread_local! {
+    /// This thread's id, and the fork epoch it was asked in. A constant
+    /// initialiser and no destructor: plain thread-local storage, safe to
+    /// read in a signal handler.
+    static TID: std::cell::Cell<(u64, i32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Bumped in a forked child: the forking thread's cached id is its
+/// parent's there.
+static FORK_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// [`gettid`], asked of the kernel once per thread (and again after a
+/// fork): the fault path tells its threads apart by it at every fault.
+/// For telling threads apart only; a signal to this thread names
+/// [`gettid`] itself (a child forked by a raw `clone`, which runs no fork
+/// handler, would still read its parent's thread's id here).
+pub fn cached_tid() -> i32 {
+    let epoch = FORK_EPOCH.load(std::sync::atomic::Ordering::Relaxed);
+    TID.with(|c| match c.get() {
+        (e, tid) if e == epoch => tid,
+        _ => {
+            let tid = gettid();
+            c.set((epoch, tid));
+            tid
+        }
+    })
+}
+
+/// In a forked child, before it serves a fault: thread ids are asked
+/// again.
+pub fn forget_cached_tids() {
+    FORK_EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}

@@ -157,13 +157,24 @@ impl Evict {
         self.advance(tun)
     }
 
+    /// The step after a run's unmap: its protection went with its pages;
+    /// writers sleeping in the kernel on it are woken by removing it
+    /// again, and there are none to wake where faults raise SIGBUS.
+    fn after_unmap(tun: &Tunables, slots: Vec<Slot>) -> EvictPc {
+        if tun.faults_block {
+            EvictPc::Unprotect(slots)
+        } else {
+            EvictPc::Publish(slots)
+        }
+    }
+
     /// Sets the step for the current run, or for the batch's unmap once
     /// every run is stored; or ends.
     fn advance(&mut self, tun: &Tunables) -> Step<usize> {
         if let Some((slots, unmapped)) = self.unmapped.pop() {
             // Finishing an unmapped group: its runs are on top of `runs`.
             self.pc = if unmapped {
-                EvictPc::Unprotect(slots)
+                Self::after_unmap(tun, slots)
             } else {
                 EvictPc::UndoUnprotect(slots)
             };
@@ -394,7 +405,7 @@ impl Evict {
             Ok(()) if cx.tun.flawed(Flaw::UnprotectBeforeUnmap) => {
                 return Ok(self.next_run(cx.tun));
             }
-            Ok(()) => EvictPc::Unprotect(slots),
+            Ok(()) => Self::after_unmap(cx.tun, slots),
             Err(_) => {
                 // Still mapped, still protected: keep it resident.
                 cx.env.count(Event::EvictFailures, run.n);

@@ -727,6 +727,13 @@ pub struct Tunables {
     /// those pages wait until the group is unmapped, so a group of
     /// scattered victims is kept short.
     pub unmap_group_pages: usize,
+    /// Faulting threads sleep in the kernel until an operation wakes their
+    /// range (the handler thread's modes). `false` where a fault raises
+    /// SIGBUS in the faulting thread, which waits on the runtime's state:
+    /// nothing sleeps in the kernel then, and eviction publishes a run as
+    /// soon as it is unmapped (unmapping private anonymous memory drops
+    /// its write protection with it), without a wake-up call of its own.
+    pub faults_block: bool,
     /// A deliberately broken variant, to show the model checker catching it.
     #[cfg(test)]
     pub flaw: Option<Flaw>,

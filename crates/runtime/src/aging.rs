@@ -35,6 +35,9 @@ pub(crate) struct Reading {
     pub pages_protected: u64,
     /// The write-protect calls they took.
     pub protect_calls: u64,
+    /// Eviction's own write-protect calls, for victims aging left
+    /// unprotected: what aging saves besides swap-ins.
+    pub evict_protect_calls: u64,
 }
 
 /// Fewest evictions an epoch needs to say anything.
@@ -126,7 +129,12 @@ impl AgingGovernor {
         let protected = now
             .pages_protected
             .saturating_sub(self.start.pages_protected);
-        let calls = now.protect_calls.saturating_sub(self.start.protect_calls);
+        // Every write-protect call is a TLB flush, the passes' and the
+        // eviction's own for the victims they left unarmed alike.
+        let calls = now.protect_calls.saturating_sub(self.start.protect_calls)
+            + now
+                .evict_protect_calls
+                .saturating_sub(self.start.evict_protect_calls);
         let cost = (faults as f64
             + protected as f64 / PROTECTS_PER_FAULT
             + calls as f64 * FAULTS_PER_PROTECT_CALL)
@@ -249,6 +257,33 @@ mod tests {
     }
 
     #[test]
+    fn aging_stays_on_where_it_spares_eviction_its_own_protect_calls() {
+        // Background eviction of scattered victims (sqlite's page cache):
+        // as many swap-ins either way; with aging the victims are armed
+        // and the program takes a write-protect fault for some of its
+        // writes; without it eviction write-protects each victim run
+        // itself, a TLB flush of the program's CPU per call.
+        let mut g = AgingGovernor::new(Reading::default());
+        let mut now = g.start;
+        let mut on = 0;
+        for _ in 0..40 {
+            on += usize::from(g.aging());
+            if g.aging() {
+                now.wp_faults += 200;
+                now.pages_protected += 2000;
+                now.protect_calls += 1;
+            } else {
+                now.evict_protect_calls += 500;
+            }
+            now.evicted_pages += 1000;
+            now.swapin_faults += 700;
+            g.due(now);
+        }
+        assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
+        assert!(g.on_cost < g.off_cost, "{g:?}");
+    }
+
+    #[test]
     fn aging_turns_off_where_it_only_adds_faults() {
         // Thrashing: as many swap-ins either way, write-protect faults on
         // top with aging.
@@ -336,6 +371,7 @@ mod tests {
             wp_faults: 10_000,
             pages_protected: 10_000,
             protect_calls: 10_000,
+            evict_protect_calls: 10_000,
         };
         // The first epoch runs without aging, and goes on.
         assert!(!g.due(few));

@@ -74,6 +74,10 @@ common::counters! {
     /// call (or check) each, so `evicted_pages / evict_runs` is how
     /// scattered the victims are.
     evict_runs: u64,
+    /// Write-protect calls eviction made of its own, for runs not armed
+    /// (each flushing the TLB of every CPU running the program; the
+    /// aging passes' are `protect_calls`).
+    evict_protect_calls: u64,
     /// Faults served in the faulting thread by another thread than the
     /// fault before: several threads faulting at once.
     fault_thread_switches: u64,
@@ -141,6 +145,7 @@ impl Counters {
             Event::EvictedClean => &self.evicted_clean,
             Event::EvictedArmed => &self.evicted_armed,
             Event::EvictRuns => &self.evict_runs,
+            Event::EvictProtectCalls => &self.evict_protect_calls,
             Event::CleanWritten => &self.clean_written,
             Event::EvictFailures => &self.evict_failures,
             Event::WorkingsetRefault => &self.workingset_refault,

@@ -26,7 +26,9 @@
 //!   wait, readers go on), stores it (compressed straight from the mapped
 //!   pages), unmaps it (`MADV_DONTNEED`), removes the protection and wakes
 //!   the writers (who fault again, find the page in flight, and wait), and
-//!   then publishes `Swapped`. A refused store or a failed unmap
+//!   then publishes `Swapped`. Where faults raise SIGBUS in the faulting
+//!   thread nothing sleeps in the kernel, and the unmap took the
+//!   protection with the pages: the run is published at once. A refused store or a failed unmap
 //!   un-protects the run and puts it back `Resident`. Stored runs are
 //!   unmapped in groups of at least `unmap_group_pages` (16) pages with one
 //!   `process_madvise`: each `madvise` is a TLB-shootdown IPI to the CPU

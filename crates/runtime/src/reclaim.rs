@@ -417,6 +417,7 @@ impl Pager {
             evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
             pages_protected: c.pages_protected.load(Ordering::Relaxed),
             protect_calls: c.protect_calls.load(Ordering::Relaxed),
+            evict_protect_calls: c.evict_protect_calls.load(Ordering::Relaxed),
         })
     }
 

@@ -13,7 +13,10 @@
 //!   (`reject_compress_poor` / `reject_compress_fail`; `reject_alloc_fail`
 //!   when the pool cannot allocate). Loads are exclusive (the entry goes).
 //!   A second-chance LRU picks writeback victims; a pool limit of
-//!   `max_pool_percent` with `accept_threshold_percent` hysteresis.
+//!   `max_pool_percent` with `accept_threshold_percent` hysteresis. The
+//!   tree's entries live in its hash tables (no allocation per store, no
+//!   reference count per load); a load takes its entry out in one probe
+//!   under the caller's slot lock, and puts it back if it cannot be read.
 //! * **swap layer** (`swap_state` module, mm/swap_state.c + swapfile.c):
 //!   zero-filled pages become a bit in a zero map (no allocation);
 //!   rejected folios go to the swap file ([`swapfile::SwapFile`]); swap-in

@@ -87,7 +87,8 @@ enum EvictPc {
     /// Unmap the current run alone (only the flawed variant does).
     Discard(Vec<Slot>),
     /// Remove the protection and wake the writers: they fault again, find
-    /// the page in flight, and are woken once it is published.
+    /// the page in flight, and are woken once it is published. Only where
+    /// faults sleep in the kernel ([`Tunables::faults_block`]).
     Unprotect(Vec<Slot>),
     Publish(Vec<Slot>),
     /// Put a refused run back: un-protect it (if protected), free the
@@ -150,8 +151,8 @@ impl Evict {
 
     /// The current run is finished (stored, or put back): on to the next.
     /// Runs are protected and stored one by one; once all are, the stored
-    /// ones are unmapped together, then un-protected and published one by
-    /// one.
+    /// ones are unmapped together, then (where faults sleep in the kernel)
+    /// un-protected, and published one by one.
     fn next_run(&mut self, tun: &Tunables) -> Step<usize> {
         self.runs.pop();
         self.advance(tun)
@@ -311,6 +312,7 @@ impl Evict {
         } else {
             span.1 - span.0
         };
+        cx.env.count(Event::EvictProtectCalls, 1);
         self.pc = match cx.env.protect(span.0, len) {
             Ok(()) => {
                 self.protected = Some(span);

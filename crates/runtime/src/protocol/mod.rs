@@ -531,6 +531,8 @@ pub enum Event {
     /// Pages evicted under the protection aging left on them: no
     /// write-protect call (no TLB flush) of the eviction's own.
     EvictedArmed,
+    /// Write-protect calls eviction made for runs not armed.
+    EvictProtectCalls,
     /// `Clean` pages written (a write-protect fault each; not write
     /// tracking's, so not [`Event::WpFault`]).
     CleanWritten,

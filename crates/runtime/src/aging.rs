@@ -38,6 +38,11 @@ pub(crate) struct Reading {
     /// Eviction's own write-protect calls, for victims aging left
     /// unprotected: what aging saves besides swap-ins.
     pub evict_protect_calls: u64,
+    /// Eviction runs in the reclaim thread now, so each of its calls
+    /// interrupts the program's CPU; in the faulting thread of a program
+    /// faulting from one thread (direct reclaim) a call flushes that CPU
+    /// alone, cheaper than the fault it would be weighed as.
+    pub evicting_in_background: bool,
 }
 
 /// Fewest evictions an epoch needs to say anything.
@@ -129,12 +134,16 @@ impl AgingGovernor {
         let protected = now
             .pages_protected
             .saturating_sub(self.start.pages_protected);
-        // Every write-protect call is a TLB flush, the passes' and the
-        // eviction's own for the victims they left unarmed alike.
-        let calls = now.protect_calls.saturating_sub(self.start.protect_calls)
-            + now
+        // Every write-protect call that interrupts the program's CPU
+        // counts: the passes', and the eviction's own for the victims they
+        // left unarmed where the reclaim thread makes them.
+        let evict_calls = match now.evicting_in_background {
+            true => now
                 .evict_protect_calls
-                .saturating_sub(self.start.evict_protect_calls);
+                .saturating_sub(self.start.evict_protect_calls),
+            false => 0,
+        };
+        let calls = now.protect_calls.saturating_sub(self.start.protect_calls) + evict_calls;
         let cost = (faults as f64
             + protected as f64 / PROTECTS_PER_FAULT
             + calls as f64 * FAULTS_PER_PROTECT_CALL)
@@ -264,7 +273,10 @@ mod tests {
         // writes; without it eviction write-protects each victim run
         // itself, a TLB flush of the program's CPU per call.
         let mut g = AgingGovernor::new(Reading::default());
-        let mut now = g.start;
+        let mut now = Reading {
+            evicting_in_background: true,
+            ..g.start
+        };
         let mut on = 0;
         for _ in 0..40 {
             on += usize::from(g.aging());
@@ -281,6 +293,25 @@ mod tests {
         }
         assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
         assert!(g.on_cost < g.off_cost, "{g:?}");
+        // The same in the faulting thread (direct reclaim): those calls
+        // flush its own CPU, and aging's faults decide.
+        let mut g = AgingGovernor::new(Reading::default());
+        let mut now = g.start;
+        let mut on = 0;
+        for _ in 0..40 {
+            on += usize::from(g.aging());
+            if g.aging() {
+                now.wp_faults += 200;
+                now.pages_protected += 2000;
+                now.protect_calls += 1;
+            } else {
+                now.evict_protect_calls += 500;
+            }
+            now.evicted_pages += 1000;
+            now.swapin_faults += 700;
+            g.due(now);
+        }
+        assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
     }
 
     #[test]
@@ -372,6 +403,7 @@ mod tests {
             pages_protected: 10_000,
             protect_calls: 10_000,
             evict_protect_calls: 10_000,
+            evicting_in_background: true,
         };
         // The first epoch runs without aging, and goes on.
         assert!(!g.due(few));

@@ -418,6 +418,7 @@ impl Pager {
             pages_protected: c.pages_protected.load(Ordering::Relaxed),
             protect_calls: c.protect_calls.load(Ordering::Relaxed),
             evict_protect_calls: c.evict_protect_calls.load(Ordering::Relaxed),
+            evicting_in_background: !self.direct_now.load(Ordering::Relaxed),
         })
     }
 

@@ -265,16 +265,14 @@ mod tests {
         assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
     }
 
-    #[test]
-    fn aging_stays_on_where_it_spares_eviction_its_own_protect_calls() {
-        // Background eviction of scattered victims (sqlite's page cache):
-        // as many swap-ins either way; with aging the victims are armed
-        // and the program takes a write-protect fault for some of its
-        // writes; without it eviction write-protects each victim run
-        // itself, a TLB flush of the program's CPU per call.
-        let mut g = AgingGovernor::new(Reading::default());
+    /// Drives `g` for 40 epochs of 1000 evictions of scattered victims
+    /// (sqlite's page cache): as many swap-ins either way; with aging the
+    /// victims are armed and the program takes a write-protect fault for
+    /// some of its writes; without it eviction write-protects each victim
+    /// run itself. Returns how many epochs ran aging.
+    fn drive_scattered_victims(g: &mut AgingGovernor, evicting_in_background: bool) -> usize {
         let mut now = Reading {
-            evicting_in_background: true,
+            evicting_in_background,
             ..g.start
         };
         let mut on = 0;
@@ -291,26 +289,21 @@ mod tests {
             now.swapin_faults += 700;
             g.due(now);
         }
+        on
+    }
+
+    #[test]
+    fn aging_stays_on_where_it_spares_eviction_its_own_protect_calls() {
+        // The reclaim thread's calls each flush the program's CPU by
+        // interrupt: aging, which saves them, pays.
+        let mut g = AgingGovernor::new(Reading::default());
+        let on = drive_scattered_victims(&mut g, true);
         assert!(on >= 40 - 40 / EXPLORE_EVERY as usize - 2, "{on} of 40 on");
         assert!(g.on_cost < g.off_cost, "{g:?}");
-        // The same in the faulting thread (direct reclaim): those calls
-        // flush its own CPU, and aging's faults decide.
+        // In the faulting thread (direct reclaim) those calls flush its own
+        // CPU, and aging's faults decide.
         let mut g = AgingGovernor::new(Reading::default());
-        let mut now = g.start;
-        let mut on = 0;
-        for _ in 0..40 {
-            on += usize::from(g.aging());
-            if g.aging() {
-                now.wp_faults += 200;
-                now.pages_protected += 2000;
-                now.protect_calls += 1;
-            } else {
-                now.evict_protect_calls += 500;
-            }
-            now.evicted_pages += 1000;
-            now.swapin_faults += 700;
-            g.due(now);
-        }
+        let on = drive_scattered_victims(&mut g, false);
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
     }
 

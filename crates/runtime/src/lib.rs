@@ -28,11 +28,12 @@
 //!   the writers (who fault again, find the page in flight, and wait), and
 //!   then publishes `Swapped`. Where faults raise SIGBUS in the faulting
 //!   thread nothing sleeps in the kernel, and the unmap took the
-//!   protection with the pages: the run is published at once. A refused store or a failed unmap
-//!   un-protects the run and puts it back `Resident`. Stored runs are
-//!   unmapped in groups of at least `unmap_group_pages` (16) pages with one
-//!   `process_madvise`: each `madvise` is a TLB-shootdown IPI to the CPU
-//!   the program runs on, 13 µs against 0.8 µs per page batched here.
+//!   protection with the pages: the run is published at once. A refused
+//!   store or a failed unmap un-protects the run and puts it back
+//!   `Resident`. Stored runs are unmapped in groups of at least
+//!   `unmap_group_pages` (16) pages with one `process_madvise`: each
+//!   `madvise` is a TLB-shootdown IPI to the CPU the program runs on,
+//!   13 µs against 0.8 µs per page batched here.
 //! * **Clean pages.** A read fault's page that comes from the swap file
 //!   keeps its slot and is mapped write-protected (`Clean`). Reclaim
 //!   unmaps such a page without storing it, once `PAGEMAP_SCAN` confirms

@@ -137,11 +137,11 @@ impl AgingGovernor {
         // Every write-protect call that interrupts the program's CPU
         // counts: the passes', and the eviction's own for the victims they
         // left unarmed where the reclaim thread makes them.
-        let evict_calls = match now.evicting_in_background {
-            true => now
-                .evict_protect_calls
-                .saturating_sub(self.start.evict_protect_calls),
-            false => 0,
+        let evict_calls = if now.evicting_in_background {
+            now.evict_protect_calls
+                .saturating_sub(self.start.evict_protect_calls)
+        } else {
+            0
         };
         let calls = now.protect_calls.saturating_sub(self.start.protect_calls) + evict_calls;
         let cost = (faults as f64

@@ -3,7 +3,9 @@
 //! `munmap` and `madvise` are the library's own hooks, which must not see
 //! the runtime's calls.
 
+use std::cell::Cell;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn check(r: libc::c_long) -> io::Result<usize> {
     if r < 0 {
@@ -55,12 +57,12 @@ thread_local! {
     /// This thread's id, and the fork epoch it was asked in. A constant
     /// initialiser and no destructor: plain thread-local storage, safe to
     /// read in a signal handler.
-    static TID: std::cell::Cell<(u64, i32)> = const { std::cell::Cell::new((0, 0)) };
+    static TID: Cell<(u64, i32)> = const { Cell::new((0, 0)) };
 }
 
 /// Bumped in a forked child: the forking thread's cached id is its
 /// parent's there.
-static FORK_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static FORK_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 /// [`gettid`], asked of the kernel once per thread (and again after a
 /// fork): the fault path tells its threads apart by it at every fault.
@@ -68,7 +70,7 @@ static FORK_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 /// [`gettid`] itself (a child forked by a raw `clone`, which runs no fork
 /// handler, would still read its parent's thread's id here).
 pub fn cached_tid() -> i32 {
-    let epoch = FORK_EPOCH.load(std::sync::atomic::Ordering::Relaxed);
+    let epoch = FORK_EPOCH.load(Ordering::Relaxed);
     TID.with(|c| match c.get() {
         (e, tid) if e == epoch => tid,
         _ => {
@@ -82,5 +84,5 @@ pub fn cached_tid() -> i32 {
 /// In a forked child, before it serves a fault: thread ids are asked
 /// again.
 pub fn forget_cached_tids() {
-    FORK_EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
 }

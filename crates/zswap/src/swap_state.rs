@@ -255,7 +255,7 @@ impl Swap {
         // lookup here: the commit below replaces (and frees) any entry
         // there, under the same slot locks.
         let pooled_offsets: &[u64] = if pooled.is_some() { &rest_offsets } else { &[] };
-        self.drop_contents_of(offsets, pooled_offsets);
+        self.drop_contents(offsets, pooled_offsets);
         if let Some(prepared) = pooled {
             report.zswap = prepared.len();
             {
@@ -299,19 +299,11 @@ impl Swap {
         self.zswap.reads_pages_in_caller()
     }
 
-    /// Forgets what slot `offset` holds, keeping the slot allocated.
-    fn drop_contents(&self, offset: u64) {
-        self.dev.discard(offset);
-        self.set_zero(offset, false);
-        self.zswap.invalidate(offset);
-        self.cache.lock().pages.remove(&offset);
-    }
-
-    /// [`Swap::drop_contents`] of each of `offsets`, with one swap-cache
-    /// lock, and no zswap lookup for those of `to_be_replaced` (sorted as
-    /// `offsets` is: a subsequence of it), whose entries the caller
-    /// replaces while it holds their slot locks.
-    fn drop_contents_of(&self, offsets: &[u64], to_be_replaced: &[u64]) {
+    /// Forgets what the slots `offsets` hold, keeping them allocated, with
+    /// one swap-cache lock; no zswap lookup for those of `to_be_replaced`
+    /// (sorted as `offsets` is: a subsequence of it), whose entries the
+    /// caller replaces while it holds their slot locks.
+    fn drop_contents(&self, offsets: &[u64], to_be_replaced: &[u64]) {
         let mut replaced = to_be_replaced.iter().peekable();
         for &o in offsets {
             self.dev.discard(o);
@@ -592,7 +584,7 @@ impl Swap {
 
     /// Frees the slot and everything it holds (the caller has its lock).
     fn release_slot(&self, offset: u64) -> Result<(), ZswapError> {
-        self.drop_contents(offset);
+        self.drop_contents(&[offset], &[]);
         Ok(self.dev.free(offset)?)
     }
 

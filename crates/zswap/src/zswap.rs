@@ -7,6 +7,7 @@ use common::sync::{Mutex, RwLock};
 use common::PAGE_SIZE;
 use compress::{new_compressor, Batch, CompressError, Compressor};
 use foldhash::HashMap;
+use std::collections::hash_map::Entry::Occupied;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -418,18 +419,14 @@ impl Zswap {
     /// `generation`.
     fn remove_if_same(&self, offset: u64, generation: u64) -> bool {
         let mut shard = self.shard(offset).write();
-        if shard
-            .get(&offset)
-            .is_some_and(|e| e.generation == generation)
-        {
-            if let Some(entry) = shard.remove(&offset) {
-                drop(shard);
-                self.stored.fetch_sub(1, Ordering::Relaxed);
-                let _ = self.pool.free(entry.handle);
-                return true;
-            }
-        }
-        false
+        let entry = match shard.entry(offset) {
+            Occupied(e) if e.get().generation == generation => e.remove(),
+            _ => return false,
+        };
+        drop(shard);
+        self.stored.fetch_sub(1, Ordering::Relaxed);
+        let _ = self.pool.free(entry.handle);
+        true
     }
 
     /// Drops the entry at `offset`, if any (`zswap_invalidate`).

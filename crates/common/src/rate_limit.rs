@@ -32,14 +32,25 @@ impl RateLimit {
         self.ready_at(self.origin.elapsed())
     }
 
+    /// [`ready`](Self::ready) with `interval` for this call instead of
+    /// the limit's own (a caller that sometimes may act sooner).
+    pub fn ready_every(&self, interval: Duration) -> bool {
+        let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        self.ready_at_every(self.origin.elapsed(), interval_ms)
+    }
+
     /// [`ready`](Self::ready) at `since_origin` after this limit was made
     /// (a clock of the caller's, for tests).
     pub fn ready_at(&self, since_origin: Duration) -> bool {
+        self.ready_at_every(since_origin, self.interval_ms)
+    }
+
+    fn ready_at_every(&self, since_origin: Duration, interval_ms: u64) -> bool {
         let now = u64::try_from(since_origin.as_millis())
             .unwrap_or(u64::MAX)
             .saturating_add(1);
         let last = self.last_ms.load(Ordering::Relaxed);
-        let due = last == 0 || now.saturating_sub(last) >= self.interval_ms;
+        let due = last == 0 || now.saturating_sub(last) >= interval_ms;
         due && self
             .last_ms
             .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
@@ -66,6 +77,19 @@ mod tests {
         assert!(r.ready_at(250 * MS));
         assert!(!r.ready_at(349 * MS));
         assert!(r.ready_at(350 * MS));
+    }
+
+    #[test]
+    fn a_shorter_interval_for_one_call_counts_from_the_same_last_pass() {
+        let r = RateLimit::new(100 * MS);
+        assert!(r.ready_at(Duration::ZERO));
+        // Sooner for this call: 20 ms after the last pass, whoever let it.
+        assert!(!r.ready_at_every(19 * MS, 20));
+        assert!(r.ready_at_every(20 * MS, 20));
+        // The limit's own interval counts from that pass.
+        assert!(!r.ready_at(119 * MS));
+        assert!(r.ready_at(120 * MS));
+        assert!(!r.ready_at_every(139 * MS, 20));
     }
 
     #[test]

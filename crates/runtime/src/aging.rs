@@ -35,14 +35,12 @@ pub(crate) struct Reading {
     pub pages_protected: u64,
     /// The write-protect calls they took.
     pub protect_calls: u64,
-    /// Eviction's own write-protect calls, for victims aging left
-    /// unprotected: what aging saves besides swap-ins.
-    pub evict_protect_calls: u64,
-    /// Eviction runs in the reclaim thread now, so each of its calls
-    /// interrupts the program's CPU; in the faulting thread of a program
-    /// faulting from one thread (direct reclaim) a call flushes that CPU
-    /// alone, cheaper than the fault it would be weighed as.
-    pub evicting_in_background: bool,
+    /// Eviction's own write-protect calls made by the reclaim thread, for
+    /// victims aging left unprotected: what aging saves besides swap-ins.
+    /// Each interrupts the program's CPU; a faulting thread's own
+    /// (direct reclaim) flushes that CPU alone, cheaper than the fault it
+    /// would be weighed as, and is left out.
+    pub reclaimer_protect_calls: u64,
 }
 
 /// Fewest evictions an epoch needs to say anything.
@@ -137,12 +135,9 @@ impl AgingGovernor {
         // Every write-protect call that interrupts the program's CPU
         // counts: the passes', and the eviction's own for the victims they
         // left unarmed where the reclaim thread makes them.
-        let evict_calls = if now.evicting_in_background {
-            now.evict_protect_calls
-                .saturating_sub(self.start.evict_protect_calls)
-        } else {
-            0
-        };
+        let evict_calls = now
+            .reclaimer_protect_calls
+            .saturating_sub(self.start.reclaimer_protect_calls);
         let calls = now.protect_calls.saturating_sub(self.start.protect_calls) + evict_calls;
         let cost = (faults as f64
             + protected as f64 / PROTECTS_PER_FAULT
@@ -184,7 +179,6 @@ impl AgingGovernor {
     }
 
     /// Whether the epoch under way runs aging passes.
-    #[cfg(test)]
     pub fn aging(&self) -> bool {
         self.aging
     }
@@ -269,12 +263,10 @@ mod tests {
     /// (sqlite's page cache): as many swap-ins either way; with aging the
     /// victims are armed and the program takes a write-protect fault for
     /// some of its writes; without it eviction write-protects each victim
-    /// run itself. Returns how many epochs ran aging.
-    fn drive_scattered_victims(g: &mut AgingGovernor, evicting_in_background: bool) -> usize {
-        let mut now = Reading {
-            evicting_in_background,
-            ..g.start
-        };
+    /// run itself, calls the reading holds where the reclaim thread makes
+    /// them (`by_reclaim_thread`). Returns how many epochs ran aging.
+    fn drive_scattered_victims(g: &mut AgingGovernor, by_reclaim_thread: bool) -> usize {
+        let mut now = g.start;
         let mut on = 0;
         for _ in 0..40 {
             on += usize::from(g.aging());
@@ -282,8 +274,8 @@ mod tests {
                 now.wp_faults += 200;
                 now.pages_protected += 2000;
                 now.protect_calls += 1;
-            } else {
-                now.evict_protect_calls += 500;
+            } else if by_reclaim_thread {
+                now.reclaimer_protect_calls += 500;
             }
             now.evicted_pages += 1000;
             now.swapin_faults += 700;
@@ -395,8 +387,7 @@ mod tests {
             wp_faults: 10_000,
             pages_protected: 10_000,
             protect_calls: 10_000,
-            evict_protect_calls: 10_000,
-            evicting_in_background: true,
+            reclaimer_protect_calls: 10_000,
         };
         // The first epoch runs without aging, and goes on.
         assert!(!g.due(few));

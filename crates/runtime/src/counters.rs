@@ -78,6 +78,11 @@ common::counters! {
     /// (each flushing the TLB of every CPU running the program; the
     /// aging passes' are `protect_calls`).
     evict_protect_calls: u64,
+    /// Of `evict_protect_calls`, those the reclaim thread made: each
+    /// interrupts the CPUs running the program (the faulting thread's own
+    /// flush its CPU alone). Where they mount up, aging passes come sooner
+    /// (`reclaim.rs`, `maybe_age`).
+    reclaimer_protect_calls: u64,
     /// Faults served in the faulting thread by another thread than the
     /// fault before: several threads faulting at once.
     fault_thread_switches: u64,
@@ -163,5 +168,9 @@ impl Counters {
 
     pub fn add(&self, e: Event, n: usize) {
         self.of(e).fetch_add(n as u64, Ordering::Relaxed);
+        if e == Event::EvictProtectCalls && crate::reclaim::on_reclaim_thread() {
+            self.reclaimer_protect_calls
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
     }
 }

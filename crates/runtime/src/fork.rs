@@ -336,6 +336,9 @@ impl Pager {
         self.stop.store(false, std::sync::atomic::Ordering::Release);
         self.reclaim_stalled
             .store(false, std::sync::atomic::Ordering::Release);
+        // The counters start again: so does the count since the last pass.
+        self.calls_at_last_pass
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         self.generations
             .store(0, std::sync::atomic::Ordering::Relaxed);
     }

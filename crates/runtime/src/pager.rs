@@ -50,6 +50,10 @@ pub(crate) struct Pager {
     /// sweeps, at most every 100 ms (atomics: nothing a fork could copy
     /// locked).
     pub aging: RateLimit,
+    /// `reclaimer_protect_calls` when the last aging pass was due.
+    pub calls_at_last_pass: AtomicU64,
+    /// The aging governor's mode when it last decided (`aging.rs`).
+    pub aging_on: AtomicBool,
     pub sweep: RateLimit,
     /// Pool compactions by the reclaimer, at most every
     /// `COMPACT_INTERVAL` (`reclaim.rs`).

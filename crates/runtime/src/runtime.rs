@@ -84,6 +84,8 @@ impl Runtime {
             reclaim_stalled: AtomicBool::new(false),
             runtime_tids: Default::default(),
             aging,
+            calls_at_last_pass: AtomicU64::new(0),
+            aging_on: AtomicBool::new(false),
             sweep: RateLimit::new(Duration::from_millis(100)),
             compaction: RateLimit::new(crate::reclaim::COMPACT_INTERVAL),
             aging_governor: std::sync::Mutex::new(crate::aging::AgingGovernor::new(

@@ -33,7 +33,7 @@ pub const COMPACT_INTERVAL: Duration = Duration::from_millis(100);
 /// interrupts the program's CPU, as a pass does once per region; victims
 /// that turn over faster than passes come (sqlite under 8M: a resident
 /// page lives about 15 ms) are armed by none, and take a call each
-/// (77% of its evictions at 100 ms). A faulting thread's own calls flush
+/// (77% of its eviction runs at 100 ms). A faulting thread's own calls flush
 /// its CPU alone and do not count. Whether passes run at all stays the
 /// governor's (`aging.rs`), which weighs the write-protect faults they
 /// raise against the calls they save.

@@ -179,6 +179,7 @@ fn pager_config(
         charge_pool: settings.charge_pool,
         user_mode_only: settings.user_mode_only,
         record_file: settings.record.clone(),
+        follow_faults: settings.pager_follows_faults,
     }
 }
 

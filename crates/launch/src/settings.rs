@@ -141,6 +141,13 @@ settings! {
         user_mode_only: bool = false,
             USER_MODE_ONLY = "UZSWAP_USER_MODE_ONLY", flag "--user-mode-only", example "1",
             SWITCH_IF_ON "1 or 0";
+        /// The out-of-process pager (statically linked programs) runs on
+        /// the CPU of a single-threaded program that faults often, as a
+        /// `SCHED_IDLE` thread (needs `CAP_SYS_NICE`); `false`: on any CPU.
+        pager_follows_faults: bool = true,
+            PAGER_FOLLOWS_FAULTS = "UZSWAP_PAGER_FOLLOWS_FAULTS", flag "--pager-any-cpu",
+                example "0",
+            SWITCH "1 or 0";
         /// Serve faults in a handler thread (the faulting thread sleeps
         /// until it is served) instead of in the faulting thread's SIGBUS
         /// handler.
@@ -431,6 +438,7 @@ mod tests {
             small_objects: SmallObjects::After(3 << 20),
             shared_limit_file: Some("/dev/shm/x".into()),
             user_mode_only: true,
+            pager_follows_faults: false,
             fault_thread: true,
             direct_reclaim: true,
             auto_direct_reclaim: false,

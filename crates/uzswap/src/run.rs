@@ -134,6 +134,12 @@ pub struct RuntimeArgs {
     /// until served, as before) instead of in the faulting thread itself
     #[arg(long)]
     pub fault_thread: bool,
+    /// Let the out-of-process pager (statically linked programs) run on any
+    /// CPU at the normal priority; by default, with CAP_SYS_NICE (root), it
+    /// runs on the CPU of a single-threaded program that faults often, as a
+    /// SCHED_IDLE thread, so that serving a fault wakes no other CPU
+    #[arg(long)]
+    pub pager_any_cpu: bool,
     /// A fault over the limit evicts in the faulting thread itself, down to
     /// the low watermark, always (by default only while the victims are
     /// scattered pages of a program faulting in one thread at a time)
@@ -187,6 +193,7 @@ impl RuntimeArgs {
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
             fault_thread: self.fault_thread,
+            pager_follows_faults: !self.pager_any_cpu,
             direct_reclaim: self.direct_reclaim,
             auto_direct_reclaim: !self.background_reclaim,
             fixed_pool_split: self.fixed_pool_split,

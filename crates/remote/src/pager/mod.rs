@@ -36,6 +36,7 @@
 //! (`model.rs`).
 
 mod folio;
+mod follow;
 #[cfg(test)]
 mod model;
 mod os;
@@ -89,6 +90,9 @@ pub struct PagerConfig {
     pub user_mode_only: bool,
     /// Record what the pager sees to this trace (`uzswap run --record`).
     pub record_file: Option<std::path::PathBuf>,
+    /// The pager thread moves to the CPU of the thread whose faults it
+    /// serves (`follow.rs`); `false`: it runs on any CPU.
+    pub follow_faults: bool,
 }
 
 /// Whether `fd` is readable now.
@@ -159,6 +163,11 @@ pub struct PagerStats {
     pub tracee_write_conflicts: u64,
     /// Missing faults served again after a refusal (`EAGAIN`).
     pub retries: u64,
+    /// Times the pager thread moved to the CPU of the thread that faulted
+    /// last, and times it went back to any CPU after waiting for its own
+    /// for more than half an interval (`follow.rs`).
+    pub pager_moves: u64,
+    pub pager_starved: u64,
     /// Ranges registered.
     pub ranges_registered: u64,
     /// Pages found populated when their range was registered.
@@ -319,6 +328,10 @@ pub struct Pager {
     recorded_limit: Option<usize>,
     /// Which swap-in faults stream (and bring their folio).
     folio: runtime::FolioSwapin,
+    /// Whether the pager thread follows the faults' CPU, and where it is
+    /// (made on the pager's thread, at the start of `run_until`).
+    follow_faults: bool,
+    follower: Option<follow::Follower>,
     /// A deliberately broken variant, to show the model check catching it.
     #[cfg(test)]
     flaw: Option<Flaw>,
@@ -401,6 +414,8 @@ impl Pager {
             recorder,
             recorded_limit: None,
             folio: runtime::FolioSwapin::new(folio::FOLIO_PAGES),
+            follow_faults: config.follow_faults,
+            follower: None,
             #[cfg(test)]
             flaw: None,
         })
@@ -418,6 +433,21 @@ impl Pager {
     /// [`Pager::release`]).
     /// `tick` sees the pager every [`TICK`] (live counters).
     pub fn run_until(
+        &mut self,
+        stop: &AtomicBool,
+        tick: &mut dyn FnMut(&Pager),
+    ) -> Result<Ended, PagerError> {
+        if self.follow_faults && self.follower.is_none() && self.os.real().is_some() {
+            self.follower = follow::Follower::for_this_thread();
+        }
+        let ended = self.serve_until(stop, tick);
+        if let Some(f) = &mut self.follower {
+            f.release();
+        }
+        ended
+    }
+
+    fn serve_until(
         &mut self,
         stop: &AtomicBool,
         tick: &mut dyn FnMut(&Pager),
@@ -453,7 +483,8 @@ impl Pager {
             // Right after a fault another tends to follow: spin a little
             // before sleeping (a wakeup from poll costs more than the
             // fault's service).
-            let busy = last_event.elapsed() < SPIN_AFTER_EVENT;
+            let following = self.follower.as_ref().is_some_and(|f| f.following());
+            let busy = !following && last_event.elapsed() < SPIN_AFTER_EVENT;
             let waiting = self.retry.is_empty() && !self.calls_pending();
             let timeout = if waiting && !busy { 20 } else { 0 };
             // SAFETY: three pollfds in a local array.
@@ -466,6 +497,11 @@ impl Pager {
                 last_event = Instant::now();
             }
             self.serve_events();
+            if let Some(f) = &mut self.follower {
+                f.follow();
+                self.stats.pager_moves = f.moves;
+                self.stats.pager_starved = f.starved;
+            }
             self.serve_calls()?;
             if let Some(e) = self.fatal.take() {
                 return Err(e);
@@ -623,7 +659,17 @@ impl Pager {
     fn serve_uffd_events(&mut self) {
         loop {
             match self.os.read_event() {
-                Ok(Some(event)) => self.serve(event),
+                Ok(Some(event)) => {
+                    self.serve(event);
+                    if self.charge() > self.limit_pages() + EVICT_BATCH {
+                        // A batch over the limit: back to the loop, whose
+                        // next step evicts, before the next fault. Faults
+                        // may come one after another for as long as the
+                        // pager serves them (always, where it shares the
+                        // program's CPU: the program runs between them).
+                        return;
+                    }
+                }
                 Ok(None) => {
                     let retry = std::mem::take(&mut self.retry);
                     if retry.is_empty() {
@@ -672,6 +718,9 @@ impl Pager {
                 rw,
             } => {
                 let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
+                if let Some(f) = &mut self.follower {
+                    f.saw(tid);
+                }
                 // Only where this run records: the clock, and what it finds.
                 let began = self.recorder.is_some().then(Instant::now);
                 let first_touch = began.is_some() && self.finds_nothing_stored(addr);
@@ -692,6 +741,9 @@ impl Pager {
                 ..
             } => {
                 let (addr, tid) = (addr as usize & !(PAGE_SIZE - 1), thread_id.as_raw());
+                if let Some(f) = &mut self.follower {
+                    f.saw(tid);
+                }
                 let began = self.recorder.is_some().then(Instant::now);
                 let r = self.write_fault(addr, tid);
                 if let Some(t) = began {

@@ -937,6 +937,7 @@ fn config() -> PagerConfig {
         charge_pool: false,
         user_mode_only: false,
         record_file: None,
+        follow_faults: false,
     }
 }
 

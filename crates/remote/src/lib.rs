@@ -77,7 +77,10 @@
 //!
 //! ## Lock order
 //!
-//! None: one thread (the tracer) does all of the pager's work.
+//! None: one thread (the tracer) does all of the pager's work. Beside it,
+//! where the pager may follow the faults onto the program's CPU
+//! (`pager/follow.rs`), a watchdog thread may change that thread's
+//! scheduling policy and CPUs; the two share atomic flags only.
 
 pub mod inject;
 pub mod maps;

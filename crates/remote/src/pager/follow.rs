@@ -336,38 +336,43 @@ impl Follower {
     }
 
     /// Pins the pager to `cpu` as a `SCHED_IDLE` thread; where a call is
-    /// refused, it stays (or goes back) where it may run anywhere.
+    /// refused, it goes back to where it may run anywhere. The watchdog is
+    /// told before the policy changes, and only the pager clears that: a
+    /// pager starved between the two calls, or put back by the watchdog
+    /// while it moved, is still watched.
     fn go_to(&mut self, cpu: usize) {
         if self.current == Some(cpu) {
             return;
         }
-        if !set_this_threads_cpus(&[cpu]) {
-            self.release();
-            return;
-        }
-        if self.current.is_none() && !set_sched_idle(0, true) {
-            set_this_threads_cpus(&self.allowed);
-            return;
-        }
-        self.current = Some(cpu);
         self.watchdog
             .shared
             .following
             .store(true, Ordering::Release);
+        if !set_this_threads_cpus(&[cpu]) || !set_sched_idle(0, true) {
+            self.current = None;
+            self.give_back();
+            return;
+        }
+        self.current = Some(cpu);
         self.moves += 1;
     }
 
     /// Gives the pager thread every CPU it was allowed, at the normal
     /// priority.
     pub fn release(&mut self) {
+        if self.current.take().is_some() {
+            self.give_back();
+        }
+    }
+
+    /// The calls of [`Follower::release`], then the watchdog told.
+    fn give_back(&self) {
+        set_sched_idle(0, false);
+        set_this_threads_cpus(&self.allowed);
         self.watchdog
             .shared
             .following
             .store(false, Ordering::Release);
-        if self.current.take().is_some() {
-            set_sched_idle(0, false);
-            set_this_threads_cpus(&self.allowed);
-        }
     }
 }
 
@@ -446,7 +451,6 @@ fn watch(pager_tid: i32, allowed: &[usize], shared: &WatchShared) {
             stuck_looks = 0;
             set_sched_idle(pager_tid, false);
             set_threads_cpus(pager_tid, allowed);
-            shared.following.store(false, Ordering::Release);
             shared.rescued.store(true, Ordering::Release);
         }
     }
@@ -850,6 +854,46 @@ mod tests {
             assert!(!f.following());
             assert_eq!(f.starved, 1);
             assert!(f.backed_off_until.is_some());
+            stop.store(true, Ordering::Relaxed);
+            hog.join().unwrap();
+        });
+    }
+
+    /// Moves and returns in a loop, the watchdog looking all along (and
+    /// stepping in where the pager, as a `SCHED_IDLE` thread, waits behind
+    /// the busy thread on one of its CPUs): whatever the interleaving, a
+    /// released pager is a `SCHED_OTHER` thread on every CPU it had, and
+    /// the watchdog is told it does not follow.
+    #[test]
+    fn moves_and_returns_beside_the_watchdog_end_where_they_began() {
+        on_a_thread_of_its_own(|| {
+            let before = this_threads_cpus().unwrap();
+            let Some(mut f) = Follower::for_this_thread() else {
+                return;
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            let cpu = before[0];
+            let hog = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    assert!(set_this_threads_cpus(&[cpu]));
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            };
+            for round in 0..200 {
+                let to = before[round % before.len()];
+                f.go_to(to);
+                if round % 3 == 0 {
+                    // Long enough, now and then, for the watchdog's look.
+                    std::thread::sleep(WATCH_INTERVAL);
+                }
+                f.release();
+                assert_eq!(policy_of(0), libc::SCHED_OTHER, "round {round}");
+                assert_eq!(this_threads_cpus().as_ref(), Some(&before), "round {round}");
+                assert!(!f.watchdog.shared.following.load(Ordering::Acquire));
+            }
             stop.store(true, Ordering::Relaxed);
             hog.join().unwrap();
         });

@@ -90,8 +90,9 @@ pub struct PagerConfig {
     pub user_mode_only: bool,
     /// Record what the pager sees to this trace (`uzswap run --record`).
     pub record_file: Option<std::path::PathBuf>,
-    /// The pager thread moves to the CPU of the thread whose faults it
-    /// serves (`follow.rs`); `false`: it runs on any CPU.
+    /// The pager thread runs on the CPU of a single-threaded program that
+    /// faults often, as a `SCHED_IDLE` thread (`follow.rs`); `false`: it
+    /// runs on any CPU.
     pub follow_faults: bool,
 }
 
@@ -482,7 +483,8 @@ impl Pager {
             ];
             // Right after a fault another tends to follow: spin a little
             // before sleeping (a wakeup from poll costs more than the
-            // fault's service).
+            // fault's service); not on the program's CPU, whose thread the
+            // faults wake there (`follow.rs`).
             let following = self.follower.as_ref().is_some_and(|f| f.following());
             let busy = !following && last_event.elapsed() < SPIN_AFTER_EVENT;
             let waiting = self.retry.is_empty() && !self.calls_pending();

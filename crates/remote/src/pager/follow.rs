@@ -829,23 +829,37 @@ mod tests {
         });
     }
 
-    /// A following pager that stays runnable and does not run (here: a
-    /// busy thread at the normal priority shares its CPU) while the
-    /// followed thread sleeps is given every CPU back at the normal
-    /// priority by the watchdog, which says so; the pager backs off at its
-    /// next look.
-    #[test]
-    fn the_watchdog_rescues_a_pager_stuck_runnable() {
-        on_a_thread_of_its_own(|| {
+    /// Runs `test` on a thread of its own, with a follower for that thread
+    /// (none where it cannot follow: nothing to test) and a busy thread at
+    /// the normal priority on its first CPU, stopped however `test` ends.
+    fn beside_a_busy_thread(test: impl FnOnce(&mut Follower, &[usize]) + Send + 'static) {
+        struct Stop(Arc<AtomicBool>);
+        impl Drop for Stop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        on_a_thread_of_its_own(move || {
             let before = this_threads_cpus().unwrap();
             let Some(mut f) = Follower::for_this_thread() else {
                 return;
             };
-            let stop = Arc::new(AtomicBool::new(false));
-            // A busy thread at the normal priority on the pager's CPU.
-            let cpu = before[0];
-            let hog = busy_thread_on(cpu, stop.clone());
-            f.go_to(cpu);
+            let stop = Stop(Arc::new(AtomicBool::new(false)));
+            let hog = busy_thread_on(before[0], stop.0.clone());
+            test(&mut f, &before);
+            drop(stop);
+            hog.join().unwrap();
+        });
+    }
+
+    /// A following pager that stays runnable and does not run (the busy
+    /// thread shares its CPU) is given every CPU back at the normal
+    /// priority by the watchdog, which says so; the pager backs off at its
+    /// next look.
+    #[test]
+    fn the_watchdog_rescues_a_pager_stuck_runnable() {
+        beside_a_busy_thread(|f, before| {
+            f.go_to(before[0]);
             assert_eq!(policy_of(0), libc::SCHED_IDLE);
             let deadline = Instant::now() + Duration::from_secs(30);
             // Runnable, hardly running: the watchdog must step in.
@@ -854,13 +868,11 @@ mod tests {
                 std::hint::spin_loop();
             }
             assert_eq!(policy_of(0), libc::SCHED_OTHER);
-            assert_eq!(this_threads_cpus(), Some(before));
+            assert_eq!(this_threads_cpus().as_deref(), Some(before));
             f.follow();
             assert!(!f.following());
             assert_eq!(f.starved, 1);
             assert!(f.backed_off_until.is_some());
-            stop.store(true, Ordering::Relaxed);
-            hog.join().unwrap();
         });
     }
 
@@ -871,28 +883,22 @@ mod tests {
     /// the watchdog is told it does not follow.
     #[test]
     fn moves_and_returns_beside_the_watchdog_end_where_they_began() {
-        on_a_thread_of_its_own(|| {
-            let before = this_threads_cpus().unwrap();
-            let Some(mut f) = Follower::for_this_thread() else {
-                return;
-            };
-            let stop = Arc::new(AtomicBool::new(false));
-            let cpu = before[0];
-            let hog = busy_thread_on(cpu, stop.clone());
+        beside_a_busy_thread(|f, before| {
             for round in 0..200 {
-                let to = before[round % before.len()];
-                f.go_to(to);
+                f.go_to(before[round % before.len()]);
                 if round % 3 == 0 {
                     // Long enough, now and then, for the watchdog's look.
                     std::thread::sleep(WATCH_INTERVAL);
                 }
                 f.release();
                 assert_eq!(policy_of(0), libc::SCHED_OTHER, "round {round}");
-                assert_eq!(this_threads_cpus().as_ref(), Some(&before), "round {round}");
+                assert_eq!(
+                    this_threads_cpus().as_deref(),
+                    Some(before),
+                    "round {round}"
+                );
                 assert!(!f.watchdog.shared.following.load(Ordering::Acquire));
             }
-            stop.store(true, Ordering::Relaxed);
-            hog.join().unwrap();
         });
     }
 }

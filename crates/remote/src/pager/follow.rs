@@ -52,12 +52,14 @@
 //!
 //! The kernel tells the pager which thread faulted
 //! (`UFFD_FEATURE_THREAD_ID`), not on which CPU: `/proc/TID/stat` does
-//! (its `processor` field, where the thread last ran). The program's
+//! (its `processor` field, where the thread last ran; read with
+//! `common::proc_stat`, as its threads and state are). The program's
 //! threads keep their own affinity and policy: only the pager moves.
 //!
 //! The choice is pure ([`decide`]); [`Follower`] reads the files and
 //! makes the system calls.
 
+use common::proc_stat::{self, ProcStat};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,41 +79,11 @@ pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(16);
 /// making progress.
 pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(5);
 
-/// The `processor` field (the 39th) of a `/proc/TID/stat` line: the CPU
-/// the thread last ran on. The command name (the 2nd field, in
-/// parentheses) may hold spaces and parentheses, so fields are counted
-/// after its last `)`.
-pub(crate) fn processor_of(stat: &str) -> Option<usize> {
-    stat_field(stat, 39)?.parse().ok()
-}
-
-/// Whether a `/proc/TID/stat` line says the thread is runnable (state
-/// `R`, its 3rd field).
-pub(crate) fn runnable_in(stat: &str) -> bool {
-    stat_field(stat, 3) == Some("R")
-}
-
-/// Field `n` (from 3, the first after the command name) of a stat line.
-fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_ascii_whitespace().nth(n.checked_sub(3)?)
-}
-
 /// The time a thread ran or waited on a run queue: the 1st or 2nd field
 /// of `/proc/.../schedstat`, nanoseconds.
 pub(crate) fn schedstat_field(schedstat: &str, n: usize) -> Option<Duration> {
     let ns: u64 = schedstat.split_ascii_whitespace().nth(n)?.parse().ok()?;
     Some(Duration::from_nanos(ns))
-}
-
-/// The `Threads:` count of a `/proc/.../status` text.
-pub(crate) fn threads_in(status: &str) -> Option<usize> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// The number of threads runnable now on the whole machine (the 4th field
@@ -210,9 +182,6 @@ pub(crate) struct Follower {
     backoff: Duration,
     backed_off_until: Option<Instant>,
     watchdog: Watchdog,
-    /// Moves to another CPU, and the times it was starved (counters).
-    pub moves: u64,
-    pub starved: u64,
 }
 
 impl Follower {
@@ -245,8 +214,6 @@ impl Follower {
             backoff: BACKOFF_MIN,
             backed_off_until: None,
             watchdog,
-            moves: 0,
-            starved: 0,
         })
     }
 
@@ -265,7 +232,8 @@ impl Follower {
             self.look(Some(tid));
         } else if self.current.is_some() && self.last_place.elapsed() >= PLACE_INTERVAL {
             self.last_place = Instant::now();
-            if let Some(cpu) = self.thread.cpu_of(tid).filter(|c| self.allowed.contains(c)) {
+            let cpu = self.thread.stat(tid).map(|s| s.processor);
+            if let Some(cpu) = cpu.filter(|c| self.allowed.contains(c)) {
                 self.go_to(cpu);
             }
         }
@@ -295,15 +263,16 @@ impl Follower {
             self.release();
             return;
         };
+        let stat = tid.and_then(|t| self.thread.stat(t));
         let look = Look {
             faults: std::mem::take(&mut self.faults),
-            threads: tid.and_then(|t| self.thread.threads_of(t)),
+            threads: stat.map(|s| s.threads),
             runnable: std::fs::read_to_string("/proc/loadavg")
                 .ok()
                 .as_deref()
                 .and_then(runnable_of)
                 .unwrap_or(usize::MAX),
-            seen_cpu: tid.and_then(|t| self.thread.cpu_of(t)),
+            seen_cpu: stat.map(|s| s.processor),
             waited: waited_total.saturating_sub(self.last_waited),
             program_ran: tid
                 .and_then(|t| self.thread.ran_since_last(t))
@@ -330,7 +299,6 @@ impl Follower {
             }
             Place::Anywhere => self.release(),
             Place::Starved => {
-                self.starved += 1;
                 self.release();
                 self.backed_off_until = Some(Instant::now() + self.backoff);
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
@@ -357,7 +325,6 @@ impl Follower {
             return;
         }
         self.current = Some(cpu);
-        self.moves += 1;
     }
 
     /// Gives the pager thread every CPU it was allowed, at the normal
@@ -459,15 +426,14 @@ fn watch(pager_tid: i32, allowed: &[usize], shared: &WatchShared) {
     }
 }
 
-/// The last faulting thread's `/proc/TID/stat`, `schedstat` and `status`,
-/// kept open: reading one again from the start makes the kernel write it
-/// afresh, without an `open` each time.
+/// A thread's `/proc/TID/stat` and `schedstat`, kept open: reading one
+/// again from the start makes the kernel write it afresh, without an
+/// `open` each time.
 #[derive(Debug, Default)]
 struct ThreadFiles {
     tid: i32,
     stat: Option<std::fs::File>,
     schedstat: Option<std::fs::File>,
-    status: Option<std::fs::File>,
     /// Its run time at the last reading.
     ran: Option<Duration>,
 }
@@ -479,30 +445,20 @@ impl ThreadFiles {
             self.tid = tid;
             self.stat = open("stat");
             self.schedstat = open("schedstat");
-            self.status = open("status");
             self.ran = None;
         }
     }
 
+    /// Thread `tid`'s stat now (its state, its process's threads, the CPU
+    /// it last ran on).
+    fn stat(&mut self, tid: i32) -> Option<ProcStat> {
+        self.open(tid);
+        proc_stat::parse(&read_from_start(self.stat.as_ref()?)?)
+    }
+
     /// Whether thread `tid` is running or runnable now.
     fn runnable(&mut self, tid: i32) -> bool {
-        self.open(tid);
-        self.stat
-            .as_ref()
-            .and_then(read_from_start)
-            .is_some_and(|s| runnable_in(&s))
-    }
-
-    /// Where thread `tid` last ran.
-    fn cpu_of(&mut self, tid: i32) -> Option<usize> {
-        self.open(tid);
-        processor_of(&read_from_start(self.stat.as_ref()?)?)
-    }
-
-    /// The threads of thread `tid`'s process.
-    fn threads_of(&mut self, tid: i32) -> Option<usize> {
-        self.open(tid);
-        threads_in(&read_from_start(self.status.as_ref()?)?)
+        self.stat(tid).is_some_and(|s| s.state == 'R')
     }
 
     /// How long thread `tid` ran since the last call for it (`None` the
@@ -610,20 +566,24 @@ mod tests {
         unsafe { libc::sched_getscheduler(tid) }
     }
 
+    /// The fields the follower reads of a stat line (`common::proc_stat`),
+    /// whatever the thread's name.
     #[test]
-    fn stat_fields_are_counted_after_the_last_parenthesis_of_the_name() {
-        assert_eq!(processor_of(&stat_line("gomem", "S", 1)), Some(1));
-        assert_eq!(processor_of(&stat_line("a b) (c d", "R", 7)), Some(7));
-        assert_eq!(processor_of(&stat_line(") 9 9 9", "S", 3)), Some(3));
-        assert!(runnable_in(&stat_line(") R R", "R", 0)));
-        assert!(!runnable_in(&stat_line("R (R) R", "S", 0)));
-        assert_eq!(processor_of("4242 (gomem) S 1 2 3"), None);
-        assert_eq!(processor_of("no name at all"), None);
-        assert!(!runnable_in(""));
+    fn the_followers_stat_fields_are_read_after_the_name() {
+        let processor = |l: &str| proc_stat::parse(l).map(|s| s.processor);
+        let runnable = |l: &str| proc_stat::parse(l).is_some_and(|s| s.state == 'R');
+        assert_eq!(processor(&stat_line("gomem", "S", 1)), Some(1));
+        assert_eq!(processor(&stat_line("a b) (c d", "R", 7)), Some(7));
+        assert_eq!(processor(&stat_line(") 9 9 9", "S", 3)), Some(3));
+        assert!(runnable(&stat_line(") R R", "R", 0)));
+        assert!(!runnable(&stat_line("R (R) R", "S", 0)));
+        assert_eq!(processor("4242 (gomem) S 1 2 3"), None);
+        assert_eq!(processor("no name at all"), None);
+        assert!(!runnable(""));
     }
 
     #[test]
-    fn schedstat_status_and_loadavg_fields_read() {
+    fn schedstat_and_loadavg_fields_read() {
         let s = "275247785 29966262 1351\n";
         assert_eq!(
             schedstat_field(s, 0),
@@ -634,11 +594,6 @@ mod tests {
             Some(Duration::from_nanos(29_966_262))
         );
         assert_eq!(schedstat_field("275247785\n", 1), None);
-        assert_eq!(
-            threads_in("Name:\tgomem\nThreads:\t7\nSigQ:\t0/1\n"),
-            Some(7)
-        );
-        assert_eq!(threads_in("Name:\tgomem\n"), None);
         assert_eq!(runnable_of("0.88 1.63 1.97 3/345 12345\n"), Some(3));
         assert_eq!(runnable_of("0.88 1.63 1.97 12/1345 12345"), Some(12));
         assert_eq!(runnable_of("0.88 1.63 1.97"), None);
@@ -737,9 +692,9 @@ mod tests {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let mut files = ThreadFiles::default();
-        let cpu = files.cpu_of(tid).expect("a processor field");
-        assert!(this_threads_cpus().unwrap().contains(&cpu));
-        assert!(files.threads_of(tid).is_some_and(|n| n >= 1));
+        let stat = files.stat(tid).expect("its stat");
+        assert!(this_threads_cpus().unwrap().contains(&stat.processor));
+        assert!(stat.threads >= 1);
         assert_eq!(files.ran_since_last(tid), None, "the first reading");
         assert!(files.ran_since_last(tid).is_some());
     }
@@ -804,7 +759,7 @@ mod tests {
                 assert!(Instant::now() < deadline, "never followed to {target}");
                 let l = Look {
                     threads: Some(1),
-                    ..look(BUSY_FAULTS, f.thread.cpu_of(tid), 0)
+                    ..look(BUSY_FAULTS, f.thread.stat(tid).map(|s| s.processor), 0)
                 };
                 // What `look` would do with one thread: decide, then move.
                 if let Place::On(cpu) = decide(&l, &f.allowed, f.following()) {
@@ -871,8 +826,9 @@ mod tests {
             assert_eq!(this_threads_cpus().as_deref(), Some(before));
             f.follow();
             assert!(!f.following());
-            assert_eq!(f.starved, 1);
+            // Backed off, once: the next back-off is twice the first.
             assert!(f.backed_off_until.is_some());
+            assert_eq!(f.backoff, 2 * BACKOFF_MIN);
         });
     }
 

@@ -164,11 +164,6 @@ pub struct PagerStats {
     pub tracee_write_conflicts: u64,
     /// Missing faults served again after a refusal (`EAGAIN`).
     pub retries: u64,
-    /// Times the pager thread moved to the CPU of the thread that faulted
-    /// last, and times it went back to any CPU after waiting for its own
-    /// for more than half an interval (`follow.rs`).
-    pub pager_moves: u64,
-    pub pager_starved: u64,
     /// Ranges registered.
     pub ranges_registered: u64,
     /// Pages found populated when their range was registered.
@@ -501,8 +496,6 @@ impl Pager {
             self.serve_events();
             if let Some(f) = &mut self.follower {
                 f.follow();
-                self.stats.pager_moves = f.moves;
-                self.stats.pager_starved = f.starved;
             }
             self.serve_calls()?;
             if let Some(e) = self.fatal.take() {

@@ -48,7 +48,8 @@ common::counters! {
     zero_faults: u64,
     /// Faults that swapped a page in.
     swapin_faults: u64,
-    /// Pages mapped by fault-around, without a fault of their own.
+    /// Pages mapped beside a swap-in fault (a stream's folio), without a
+    /// fault of their own.
     around_pages: u64,
     /// Swap-in faults that streamed (next to a recent one's pages), which
     /// brought the rest of their folio from the pool too (folio swap-in,

@@ -43,7 +43,7 @@
 //!
 //! * [`protocol`]: **the page-state machine** — every page state, every
 //!   transition, and the order of kernel calls around each, as small step
-//!   machines: missing faults (first touch, swap-in with fault-around),
+//!   machines: missing faults (first touch, swap-in with a stream's folio),
 //!   write-protect faults, eviction, aging (write tracking), pins for
 //!   system calls, region release. Its module docs state the invariants.
 //!   The exhaustive model checker (`model.rs`, tests) runs these same

@@ -747,6 +747,58 @@ fn a_stream_swaps_in_whole_folios_and_random_faults_one_page() {
     );
 }
 
+/// Random faults on pages in the swap file read about the pages they use:
+/// what readahead brings beside a fault that does not stream waits in the
+/// swap cache for a fault of its own (a hit), and nothing is mapped around
+/// it. Mapped around at once, every read-ahead page looked used, the
+/// window stayed at the whole cluster once two neighbouring faults had
+/// opened it, and each random fault read and mapped a cluster.
+#[test]
+fn random_faults_on_the_swap_file_read_the_pages_they_use() {
+    let mut cfg = config(256);
+    cfg.charge_pool = false;
+    cfg.swap.enabled = false; // every page goes to the swap file
+    cfg.swap.page_cluster = 3;
+    cfg.swap.adaptive_readahead = true;
+    let rt = Runtime::new(cfg).unwrap();
+    let npages = 4096;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("resident under the limit", || {
+        rt.stats().resident_pages <= 256
+    });
+    let (before, swap_before) = (rt.stats(), rt.swap_stats());
+    // Two neighbouring faults first (they open the window: the second
+    // reads two pages), then every other page of the oldest half in a
+    // random order: no fault next to the one before.
+    let mut order: Vec<usize> = (2..npages / 2).step_by(2).collect();
+    let mut rng = SmallRng::seed_from_u64(11);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    let mut expect = vec![0u8; PAGE];
+    for i in [0, 1].into_iter().chain(order) {
+        fill(&mut expect, i, 1);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    let (s, swap) = (rt.stats(), rt.swap_stats());
+    let faults = s.swapin_faults - before.swapin_faults;
+    let read = swap.pswpin - swap_before.pswpin;
+    assert!(
+        faults > 900,
+        "the pages were on the swap file: {faults} faults"
+    );
+    assert_eq!(s.around_pages, before.around_pages, "nothing mapped around");
+    assert!(
+        read <= faults + faults / 8,
+        "{read} pages read from the swap file for {faults} faults"
+    );
+}
+
 /// Permissions of the mapping holding `addr`, from `/proc/self/maps`
 /// (`"rw-p"`, `"---p"`, …).
 fn perms_at(addr: usize) -> String {

@@ -9,8 +9,9 @@
 //! A fault streams when its page is right next to the pages of one of the
 //! last [`RECENT`] swap-ins, and that swap-in was itself next to the one
 //! before it: three pages in a row (more while folios go unused, below),
-//! or the first page after (or before) a folio brought whole. Two neighbouring pages are no stream: an object
-//! that spans a page boundary faults on both, and `sort` under a tight
+//! or the first page after (or before) a folio brought whole. Two
+//! neighbouring pages are no stream: an object that spans a page
+//! boundary faults on both, and `sort` under a tight
 //! limit took 7k folios that way for next to no fewer faults. Each folio
 //! brought and not read costs an eviction (a compression) and the
 //! resident room of its pages, so the evidence must be strong. A few
@@ -29,8 +30,10 @@
 //! time with the longer runs, as with folio swap-in off; streams read
 //! back from the pool or the file: unchanged).
 //!
-//! Only the fault handler loads (one thread per process), so the record
-//! needs no lock; relaxed atomics keep it `Sync` and cost nothing more.
+//! Faults are served in their own threads by default, so several may record at
+//! once: the record is relaxed atomics without a lock, and a race loses a
+//! sample (a span overwritten, a count missed), never a page: the answer
+//! only says how many neighbours to load.
 //! The design lab's replay (`lab` crate) asks the same questions of it.
 
 use crate::protocol::PAGE;
@@ -39,7 +42,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// Swap-ins remembered.
 pub(crate) const RECENT: usize = 4;
 
-/// Pages in a row a run needs before its folio comes, while folios are
+/// Faults in a row a run needs before its folio comes, while folios are
 /// continued.
 pub(crate) const MIN_RUN: usize = 3;
 
@@ -47,7 +50,7 @@ pub(crate) const MIN_RUN: usize = 3;
 pub(crate) const JUDGE_FOLIOS: usize = 64;
 
 /// The pages `[lo, hi]` one swap-in mapped (`lo == usize::MAX`: none),
-/// the pages in a row its run has reached (1: no run), and whether it
+/// the faults in a row its run has reached (1: no run), and whether it
 /// brought a folio.
 struct Span {
     lo: AtomicUsize,
@@ -76,7 +79,7 @@ pub struct FolioSwapin {
     folio_pages: usize,
     recent: [Span; RECENT],
     next: AtomicUsize,
-    /// Pages in a row a run needs now before its folio comes.
+    /// Faults in a row a run needs now before its folio comes.
     min_run: AtomicUsize,
     /// Folios brought, and of them continued, in the window under way.
     brought: AtomicUsize,
@@ -100,7 +103,7 @@ impl FolioSwapin {
         }
     }
 
-    /// Pages in a row a run needs now before its folio comes.
+    /// Faults in a row a run needs now before its folio comes.
     pub fn min_run(&self) -> usize {
         self.min_run.load(Ordering::Relaxed)
     }

@@ -30,10 +30,10 @@
 //! time with the longer runs, as with folio swap-in off; streams read
 //! back from the pool or the file: unchanged).
 //!
-//! Faults are served in their own threads by default, so several may record at
-//! once: the record is relaxed atomics without a lock, and a race loses a
-//! sample (a span overwritten, a count missed), never a page: the answer
-//! only says how many neighbours to load.
+//! Faults are served in their own threads by default, so several may
+//! record at once: the record is relaxed atomics without a lock, and a
+//! race loses a sample (a span overwritten, a count missed), never a
+//! page: the answer only says how many neighbours to load.
 //! The design lab's replay (`lab` crate) asks the same questions of it.
 
 use crate::protocol::PAGE;

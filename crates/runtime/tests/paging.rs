@@ -646,15 +646,9 @@ fn an_uncharged_pool_leaves_the_limit_to_resident_pages() {
     cfg.swap.max_pool_percent = 100; // a 16 MiB pool: room for all of it
     let rt = Runtime::new(cfg).unwrap();
     let npages = 2048;
-    let region = rt.alloc(npages * PAGE).unwrap();
+    let region = filled_down_to_256_resident(&rt, npages);
     // SAFETY: one thread uses the region here.
     let mem = unsafe { region.as_mut_slice() };
-    for i in 0..npages {
-        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
-    }
-    wait_until("resident under the limit", || {
-        rt.stats().resident_pages <= 256
-    });
     let s = rt.stats();
     let z = rt.swap_stats();
     assert_eq!(s.charged_pages, s.resident_pages, "the pool is not charged");
@@ -674,6 +668,21 @@ fn an_uncharged_pool_leaves_the_limit_to_resident_pages() {
     }
 }
 
+/// A region of `npages` pages, each filled (version 1), once the runtime
+/// has evicted it down to 256 resident pages (the tests' limit).
+fn filled_down_to_256_resident(rt: &Runtime, npages: usize) -> runtime::Region {
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("resident under the limit", || {
+        rt.stats().resident_pages <= 256
+    });
+    region
+}
+
 /// Writes `npages` under a 256-page limit with a pool that holds them all,
 /// then reads every page back in `order` and checks it; returns the
 /// runtime's counters after the read-back.
@@ -685,15 +694,9 @@ fn read_back_in_order(folio_swapin: bool, order: &[usize]) -> runtime::RuntimeSt
     cfg.folio_swapin = folio_swapin;
     let rt = Runtime::new(cfg).unwrap();
     let npages = order.len();
-    let region = rt.alloc(npages * PAGE).unwrap();
+    let region = filled_down_to_256_resident(&rt, npages);
     // SAFETY: one thread uses the region here.
     let mem = unsafe { region.as_mut_slice() };
-    for i in 0..npages {
-        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
-    }
-    wait_until("resident under the limit", || {
-        rt.stats().resident_pages <= 256
-    });
     let before = rt.stats();
     let mut expect = vec![0u8; PAGE];
     for &i in order {
@@ -762,15 +765,9 @@ fn random_faults_on_the_swap_file_read_the_pages_they_use() {
     cfg.swap.adaptive_readahead = true;
     let rt = Runtime::new(cfg).unwrap();
     let npages = 4096;
-    let region = rt.alloc(npages * PAGE).unwrap();
+    let region = filled_down_to_256_resident(&rt, npages);
     // SAFETY: one thread uses the region here.
     let mem = unsafe { region.as_mut_slice() };
-    for i in 0..npages {
-        fill(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
-    }
-    wait_until("resident under the limit", || {
-        rt.stats().resident_pages <= 256
-    });
     let (before, swap_before) = (rt.stats(), rt.swap_stats());
     // Two neighbouring faults first (they open the window: the second
     // reads two pages), then every other page of the oldest half in a

@@ -120,7 +120,7 @@ impl StoreSide {
         } else if o.folio {
             own.swap_in_folio(slot, out, neighbours, &mut o.got)
         } else {
-            own.swap_in_around(slot, out, neighbours, &mut o.got)
+            own.swap_in(slot, out)
         }?;
         if let (Some(split), Some(fault)) = (&self.split, fault) {
             let tier = match source {

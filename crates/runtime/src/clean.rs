@@ -13,9 +13,14 @@
 //! ([`crate::aging`]). While on, each epoch of [`EPOCH_PAGES`] pages kept
 //! is judged by the share of kept pages written: more than one in
 //! [`WRITTEN_SHARE`] turns keeping off. While off, it tries again after
-//! [`OFF_LOADS`] swap-ins, so that it notices a change of phase. Policy
-//! only, and pure: [`KeepCleanGovernor`] takes counter readings and returns a
-//! decision; the protocol that the model checks is the same either way.
+//! [`OFF_LOADS`] swap-ins, so that it notices a change of phase, and
+//! twice as long after each try that fails, up to [`MAX_BACKOFF`] times:
+//! a try keeps a whole epoch, and tries at a fixed pace kept a quarter of
+//! the pages `sort` swapped in (192k of 607k, 27% of them written, each
+//! write a write-protect fault whose TLB flush interrupts the program's
+//! other CPU). Policy only, and pure: [`KeepCleanGovernor`] takes counter
+//! readings and returns a decision; the protocol that the model checks is
+//! the same either way.
 
 /// Counter readings ([`crate::RuntimeStats`]' totals).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,8 +38,12 @@ pub(crate) const EPOCH_PAGES: u64 = 2048;
 /// in five written; `java-heap`, 16% written, was 5% slower with it on.
 pub(crate) const WRITTEN_SHARE: u64 = 8;
 /// Swap-ins (loads that could have kept their pages) before keeping is
-/// tried again.
+/// tried again, the first time.
 pub(crate) const OFF_LOADS: u64 = 8192;
+/// Each try that fails doubles the wait before the next, up to this many
+/// times [`OFF_LOADS`] (262k swap-ins: a few seconds of a program that
+/// pages hard).
+pub(crate) const MAX_BACKOFF: u64 = 32;
 
 /// Decides, epoch by epoch, whether swap-ins keep clean pages' slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +53,10 @@ pub(crate) struct KeepCleanGovernor {
     start: Reading,
     /// Loads since keeping went off.
     loads_off: u64,
+    /// Loads to wait, while off, before the next try: [`OFF_LOADS`]
+    /// after the first epoch that turns keeping off, twice as many after
+    /// each try that fails.
+    wait: u64,
 }
 
 impl KeepCleanGovernor {
@@ -53,6 +66,7 @@ impl KeepCleanGovernor {
             keeping: true,
             start: now,
             loads_off: 0,
+            wait: OFF_LOADS / 2,
         }
     }
 
@@ -64,12 +78,17 @@ impl KeepCleanGovernor {
             if kept >= EPOCH_PAGES {
                 let written = now.clean_written.saturating_sub(self.start.clean_written);
                 self.keeping = written * WRITTEN_SHARE <= kept;
+                self.wait = if self.keeping {
+                    OFF_LOADS / 2
+                } else {
+                    (self.wait * 2).min(OFF_LOADS * MAX_BACKOFF)
+                };
                 self.start = now;
                 self.loads_off = 0;
             }
         } else {
             self.loads_off += 1;
-            if self.loads_off >= OFF_LOADS {
+            if self.loads_off >= self.wait {
                 self.keeping = true;
                 self.start = now;
             }
@@ -140,6 +159,39 @@ mod tests {
         assert!(!g.keeping || g.loads_off == 0);
         drive(&mut g, &mut now, 2 * OFF_LOADS, 0);
         assert!(g.keeping);
+    }
+
+    #[test]
+    fn tries_that_fail_come_ever_less_often() {
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
+        let loads = 1_000_000;
+        let kept = drive(&mut g, &mut now, loads, 300);
+        // Waits of 8k, 16k, … 262k loads: 9 tries in 1M loads (122 at a
+        // fixed 8k), each keeping one epoch, and the first epoch.
+        let epochs = 10;
+        assert!(kept <= epochs * (EPOCH_PAGES + 4), "{kept} pages kept");
+        assert!(kept >= epochs / 2 * EPOCH_PAGES, "it kept trying: {kept}");
+    }
+
+    #[test]
+    fn after_a_long_written_phase_keeping_comes_back_within_the_longest_wait() {
+        let (mut g, mut now) = (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        );
+        drive(&mut g, &mut now, 2_000_000, 900);
+        assert_eq!(g.wait, OFF_LOADS * MAX_BACKOFF, "backed off to the most");
+        drive(&mut g, &mut now, OFF_LOADS * MAX_BACKOFF + EPOCH_PAGES, 0);
+        assert!(g.keeping, "a read-only phase turns keeping back on");
+        // A try that succeeds resets the wait.
+        assert_eq!(g.wait, OFF_LOADS / 2);
+        drive(&mut g, &mut now, 2 * EPOCH_PAGES, 900);
+        assert!(!g.keeping);
+        drive(&mut g, &mut now, OFF_LOADS + 1, 0);
+        assert!(g.keeping, "back on after the first wait, not the longest");
     }
 
     #[test]

@@ -101,6 +101,14 @@ impl KeepCleanGovernor {
 mod tests {
     use super::*;
 
+    /// A governor at its start, and the counters at zero.
+    fn fresh() -> (KeepCleanGovernor, Reading) {
+        (
+            KeepCleanGovernor::new(Reading::default()),
+            Reading::default(),
+        )
+    }
+
     /// Drives `g` through `loads` swap-ins of `pages` pages each, of which
     /// `written_share` (per mille) are written soon after when kept;
     /// returns the pages kept.
@@ -126,10 +134,7 @@ mod tests {
 
     #[test]
     fn keeping_stays_on_for_pages_read_and_not_written() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         let kept = drive(&mut g, &mut now, 100_000, 0);
         assert_eq!(kept, 400_000);
         assert!(g.keeping);
@@ -137,10 +142,7 @@ mod tests {
 
     #[test]
     fn keeping_goes_off_where_most_kept_pages_are_written() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         let loads = 100_000;
         let kept = drive(&mut g, &mut now, loads, 670);
         // One epoch at the start, and one per OFF_LOADS after it.
@@ -151,10 +153,7 @@ mod tests {
 
     #[test]
     fn keeping_comes_back_after_a_change_of_phase() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         drive(&mut g, &mut now, 20_000, 900);
         assert!(!g.keeping || g.loads_off == 0);
         drive(&mut g, &mut now, 2 * OFF_LOADS, 0);
@@ -163,10 +162,7 @@ mod tests {
 
     #[test]
     fn tries_that_fail_come_ever_less_often() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         let loads = 1_000_000;
         let kept = drive(&mut g, &mut now, loads, 300);
         // Waits of 8k, 16k, … 262k loads: 9 tries in 1M loads (122 at a
@@ -178,10 +174,7 @@ mod tests {
 
     #[test]
     fn after_a_long_written_phase_keeping_comes_back_within_the_longest_wait() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         drive(&mut g, &mut now, 2_000_000, 900);
         assert_eq!(g.wait, OFF_LOADS * MAX_BACKOFF, "backed off to the most");
         drive(&mut g, &mut now, OFF_LOADS * MAX_BACKOFF + EPOCH_PAGES, 0);
@@ -196,17 +189,11 @@ mod tests {
 
     #[test]
     fn an_eighth_written_is_the_edge() {
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         let loads = EPOCH_PAGES / 4;
         drive(&mut g, &mut now, loads, 125);
         assert!(g.on_load(now), "an eighth written keeps it on");
-        let (mut g, mut now) = (
-            KeepCleanGovernor::new(Reading::default()),
-            Reading::default(),
-        );
+        let (mut g, mut now) = fresh();
         drive(&mut g, &mut now, loads, 160);
         assert!(!g.on_load(now), "more than an eighth turns it off");
     }

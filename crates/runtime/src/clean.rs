@@ -165,8 +165,8 @@ mod tests {
         let (mut g, mut now) = fresh();
         let loads = 1_000_000;
         let kept = drive(&mut g, &mut now, loads, 300);
-        // Waits of 8k, 16k, … 262k loads: 9 tries in 1M loads (122 at a
-        // fixed 8k), each keeping one epoch, and the first epoch.
+        // Waits of 8k, 16k, … 262k loads, then 262k: 7 tries in 1M loads
+        // (122 at a fixed 8k), each keeping one epoch, besides the first.
         let epochs = 10;
         assert!(kept <= epochs * (EPOCH_PAGES + 4), "{kept} pages kept");
         assert!(kept >= epochs / 2 * EPOCH_PAGES, "it kept trying: {kept}");

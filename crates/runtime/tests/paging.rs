@@ -3,6 +3,7 @@
 //! writing while the reclaimer evicts.
 
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use runtime::{Runtime, RuntimeConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -738,10 +739,7 @@ fn a_stream_swaps_in_whole_folios_and_random_faults_one_page() {
     );
 
     let mut random = seq.clone();
-    let mut rng = SmallRng::seed_from_u64(7);
-    for i in (1..random.len()).rev() {
-        random.swap(i, rng.gen_range(0..=i));
-    }
+    random.shuffle(&mut SmallRng::seed_from_u64(7));
     let s = read_back_in_order(true, &random);
     assert!(s.swapin_faults > 2000, "{s:?}");
     assert!(
@@ -773,10 +771,7 @@ fn random_faults_on_the_swap_file_read_the_pages_they_use() {
     // reads two pages), then every other page of the oldest half in a
     // random order: no fault next to the one before.
     let mut order: Vec<usize> = (2..npages / 2).step_by(2).collect();
-    let mut rng = SmallRng::seed_from_u64(11);
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.gen_range(0..=i));
-    }
+    order.shuffle(&mut SmallRng::seed_from_u64(11));
     let mut expect = vec![0u8; PAGE];
     for i in [0, 1].into_iter().chain(order) {
         fill(&mut expect, i, 1);

@@ -1,6 +1,7 @@
 //! Page I/O back-ends: pread/pwrite on a file, memory (tests), and a
 //! wrapper that injects faults.
 
+use crate::cache::CacheDrop;
 use common::sync::Mutex;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -25,6 +26,13 @@ pub trait PageIo: Send + Sync {
     }
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()>;
 
+    /// Reads as much of `buf` as the file holds at `pos`, in one request
+    /// where the back-end can: the bytes read (a window read ahead may end
+    /// past the file's end).
+    fn read_upto(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_at(pos, buf).map(|()| buf.len())
+    }
+
     /// Several writes at once, one result each (io_uring submits them
     /// together; others write one by one).
     fn write_batch(&self, writes: &[(u64, &[u8])]) -> Vec<io::Result<()>> {
@@ -40,23 +48,23 @@ pub trait PageIo: Send + Sync {
     }
 }
 
-/// pread/pwrite on a file.
+/// pread/pwrite on a file, kept out of the page cache ([`crate::cache`]).
 #[derive(Debug)]
 pub struct FileIo {
     file: File,
+    cache: CacheDrop,
 }
 
 impl FileIo {
     pub fn new(file: File) -> Self {
-        Self { file }
+        let cache = CacheDrop::new(std::os::fd::AsRawFd::as_raw_fd(&file));
+        Self { file, cache }
     }
 
     /// A new file in `dir` that no other user can open, reachable by no
     /// name: it lives as long as the handle.
     pub fn create_anonymous(dir: &Path) -> io::Result<Self> {
-        Ok(Self {
-            file: anonymous_file(dir)?,
-        })
+        Ok(Self::new(anonymous_file(dir)?))
     }
 }
 
@@ -127,13 +135,30 @@ pub(crate) fn anonymous_file_by(dir: &Path, making: Making) -> io::Result<File> 
 
 impl PageIo for FileIo {
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.file.read_exact_at(buf, pos)
+        self.file.read_exact_at(buf, pos)?;
+        self.cache.after_read(pos, buf.len());
+        Ok(())
+    }
+    fn read_upto(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], pos + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.cache.after_read(pos, done);
+        Ok(done)
     }
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         Some(std::os::fd::AsRawFd::as_raw_fd(&self.file))
     }
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(buf, pos)
+        self.file.write_all_at(buf, pos)?;
+        self.cache.after_write(pos, buf.len());
+        Ok(())
     }
 
     /// Writes that follow each other in the file go out as one `pwritev`
@@ -146,6 +171,7 @@ impl PageIo for FileIo {
         for run in contiguous_runs(writes) {
             let wanted: usize = run.iter().map(|(_, b)| b.len()).sum();
             if run.len() > 1 && matches!(self.pwritev(run), Ok(n) if n == wanted) {
+                self.cache.after_write(run[0].0, wanted);
                 results.extend(run.iter().map(|_| Ok(())));
             } else {
                 results.extend(run.iter().map(|&(pos, buf)| self.write_at(pos, buf)));

@@ -20,6 +20,12 @@
 //!   per run of contiguous writes) by default ([`IoBackend::Auto`]),
 //!   [`UringIo`] (io_uring: a batch of writes is one submission) on
 //!   request; [`FaultyIo`] injects EIO, ENOSPC and bit rot in tests.
+//! * **The page cache** does not keep the file's pages (`cache.rs`): a
+//!   written run goes to the device at once and leaves the cache once
+//!   [`WRITTEN_LAG_BYTES`] more have been written, a page read leaves once
+//!   read, as the kernel's swap bypasses it. A read-ahead window is one
+//!   read ([`SwapFile::read_run`]), each page of it then checked
+//!   ([`SwapFile::open_read`]).
 //!
 //! ## Invariants
 //!
@@ -37,10 +43,12 @@
 //! reads of *one* slot are serialised by the caller (the swap layer's slot
 //! lock); different slots may be written in parallel.
 
+mod cache;
 mod io;
 mod seal;
 mod uring;
 
+pub use cache::WRITTEN_LAG_BYTES;
 pub use io::{FaultPlan, FaultRates, FaultyIo, FileIo, InjectedFaults, MemIo, PageIo};
 pub use seal::Protection;
 pub use uring::UringIo;
@@ -221,6 +229,13 @@ impl SwapFile {
     /// Slots in use: pages swapped out (or kept for a clean page).
     pub fn used_slots(&self) -> usize {
         self.nr_slots - self.free_slots()
+    }
+
+    /// Slots holding a page written to the file now (a page swapped out
+    /// there, or a clean page's kept copy): what reading back all that is
+    /// on the file would read. Lock-free.
+    pub fn written_slots(&self) -> usize {
+        self.seals.valid_slots()
     }
 
     /// Bytes of this device's own tables that are resident: per slot up
@@ -463,6 +478,43 @@ impl SwapFile {
             .map_err(|_| SwapError::Corrupt { slot })
     }
 
+    /// Reads the slots from `first` on into `raw` (whole pages) in one
+    /// request, unchecked: a window read ahead, each of whose pages is
+    /// then checked by [`SwapFile::open_read`]. Slots past the file's end
+    /// are not read. Returns the pages read.
+    pub fn read_run(&self, first: u64, raw: &mut [u8]) -> Result<usize, SwapError> {
+        self.index(first)?;
+        let pages = raw.len() / PAGE_SIZE;
+        let raw = &mut raw[..pages * PAGE_SIZE];
+        let read = self
+            .io
+            .read_upto(first * PAGE_SIZE as u64, raw)
+            .map_err(|source| SwapError::Io {
+                slot: first,
+                source,
+            })?;
+        Ok(read / PAGE_SIZE)
+    }
+
+    /// Checks (and decrypts) into `page` the bytes `raw` that
+    /// [`SwapFile::read_run`] read for slot `slot`: [`SwapError::NotWritten`]
+    /// if the slot holds no page now, [`SwapError::Corrupt`] if the bytes
+    /// are not its latest write (it was written again after the read).
+    pub fn open_read(&self, slot: u64, raw: &[u8], page: &mut [u8]) -> Result<(), SwapError> {
+        if page.len() != PAGE_SIZE || raw.len() != PAGE_SIZE {
+            return Err(SwapError::BadPage(raw.len()));
+        }
+        let idx = self.check_allocated(slot)?;
+        let word = self
+            .seals
+            .valid_word(idx)
+            .map_err(|_| SwapError::NotWritten(slot))?;
+        page.copy_from_slice(raw);
+        self.seals
+            .open(idx, slot, word, page)
+            .map_err(|_| SwapError::Corrupt { slot })
+    }
+
     /// Forgets the slot's page (it stays allocated): reads now fail with
     /// [`SwapError::NotWritten`].
     pub fn discard(&self, slot: u64) {
@@ -611,6 +663,50 @@ mod tests {
         (0..PAGE_SIZE)
             .map(|i| (i as u8).wrapping_mul(7) ^ tag)
             .collect()
+    }
+
+    #[test]
+    fn a_window_read_in_one_request_opens_only_each_slots_latest_page() {
+        for protection in [Protection::Encrypted, Protection::Checksum] {
+            let d = SwapFile::create_in(&std::env::temp_dir(), 64, IoBackend::Auto, protection)
+                .unwrap();
+            let slots = d.alloc(8).unwrap();
+            let pages: Vec<Vec<u8>> = (0..8).map(page).collect();
+            let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+            d.write_pages(&slots, &refs).unwrap();
+            assert_eq!(d.written_slots(), 8);
+            let mut raw = vec![0u8; 10 * PAGE_SIZE];
+            // Two slots past the file's end: not read.
+            assert_eq!(d.read_run(slots[0], &mut raw).unwrap(), 8);
+            // Slot 3 written again and slot 5 freed after the read.
+            d.write_pages(&[slots[3]], &[&page(99)]).unwrap();
+            d.free(slots[5]).unwrap();
+            assert_eq!(d.written_slots(), 7);
+            let mut buf = vec![0u8; PAGE_SIZE];
+            for (k, &slot) in slots.iter().enumerate() {
+                let raw = &raw[k * PAGE_SIZE..(k + 1) * PAGE_SIZE];
+                let opened = d.open_read(slot, raw, &mut buf);
+                match k {
+                    3 => assert!(
+                        matches!(opened, Err(SwapError::Corrupt { .. })),
+                        "{protection:?}: a stale page of slot 3 opened: {opened:?}"
+                    ),
+                    5 => assert!(
+                        matches!(opened, Err(SwapError::InvalidSlot(_))),
+                        "{protection:?}: freed slot 5: {opened:?}"
+                    ),
+                    _ => {
+                        opened.unwrap();
+                        assert_eq!(buf, pages[k], "{protection:?}: slot {k}");
+                    }
+                }
+            }
+            // Read again, slot 3 opens with its new page.
+            d.read_run(slots[0], &mut raw).unwrap();
+            d.open_read(slots[3], &raw[3 * PAGE_SIZE..4 * PAGE_SIZE], &mut buf)
+                .unwrap();
+            assert_eq!(buf, page(99));
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@
 
 use common::PAGE_SIZE;
 use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey, AES_256_GCM};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How pages on a swap file are protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,6 +81,8 @@ pub(crate) struct Seals {
     cipher: Option<LessSafeKey>,
     /// The next write's nonce counter (never 0, never reused).
     next_nonce: AtomicU64,
+    /// Slots holding a valid page now.
+    valid: AtomicUsize,
 }
 
 /// `n` zeroed values, from zeroed memory that values never written leave
@@ -115,6 +117,7 @@ impl Seals {
             tags,
             cipher,
             next_nonce: AtomicU64::new(1),
+            valid: AtomicUsize::new(0),
         })
     }
 
@@ -155,7 +158,14 @@ impl Seals {
 
     /// The slot holds nothing valid from now on.
     pub(crate) fn clear(&self, idx: usize) {
-        self.words[idx].store(0, Ordering::Release);
+        if self.words[idx].swap(0, Ordering::AcqRel) & VALID != 0 {
+            self.valid.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Slots holding a valid page now.
+    pub(crate) fn valid_slots(&self) -> usize {
+        self.valid.load(Ordering::Relaxed)
     }
 
     pub(crate) fn is_valid(&self, idx: usize) -> bool {
@@ -199,7 +209,9 @@ impl Seals {
             tag[0].store(sealed.tag[0], Ordering::Relaxed);
             tag[1].store(sealed.tag[1], Ordering::Relaxed);
         }
-        self.words[idx].store(sealed.word, Ordering::Release);
+        if self.words[idx].swap(sealed.word, Ordering::AcqRel) & VALID == 0 {
+            self.valid.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The word of slot index `idx`, checked valid: read before the I/O,

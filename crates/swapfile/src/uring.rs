@@ -2,6 +2,7 @@
 //! submission and is reaped together (writeback batches: the writeback
 //! batching that the zswap batching posts propose, docs/seeds.md).
 
+use crate::cache::CacheDrop;
 use crate::io::PageIo;
 use common::sync::Mutex;
 use io_uring::{opcode, types, IoUring};
@@ -17,6 +18,7 @@ const ENTRIES: u32 = 64;
 pub struct UringIo {
     file: File,
     ring: Mutex<IoUring>,
+    cache: CacheDrop,
 }
 
 impl std::fmt::Debug for UringIo {
@@ -35,9 +37,11 @@ enum Op<'a> {
 impl UringIo {
     /// Sets up a ring; fails where io_uring is unavailable or disabled.
     pub fn new(file: File) -> io::Result<Self> {
+        let cache = CacheDrop::new(file.as_raw_fd());
         Ok(Self {
             file,
             ring: Mutex::new(IoUring::new(ENTRIES)?),
+            cache,
         })
     }
 
@@ -131,7 +135,9 @@ impl UringIo {
 
 impl PageIo for UringIo {
     fn read_at_sync(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.file.read_exact_at(buf, pos)
+        self.file.read_exact_at(buf, pos)?;
+        self.cache.after_read(pos, buf.len());
+        Ok(())
     }
 
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
@@ -139,15 +145,26 @@ impl PageIo for UringIo {
     }
 
     fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.run(&mut [Op::Read(pos, buf)])
+        let len = buf.len();
+        let read = self
+            .run(&mut [Op::Read(pos, buf)])
             .pop()
-            .expect("one result per op")
+            .expect("one result per op");
+        if read.is_ok() {
+            self.cache.after_read(pos, len);
+        }
+        read
     }
 
     fn write_at(&self, pos: u64, buf: &[u8]) -> io::Result<()> {
-        self.run(&mut [Op::Write(pos, buf)])
+        let written = self
+            .run(&mut [Op::Write(pos, buf)])
             .pop()
-            .expect("one result per op")
+            .expect("one result per op");
+        if written.is_ok() {
+            self.cache.after_write(pos, buf.len());
+        }
+        written
     }
 
     fn write_batch(&self, writes: &[(u64, &[u8])]) -> Vec<io::Result<()>> {
@@ -155,7 +172,13 @@ impl PageIo for UringIo {
             .iter()
             .map(|&(pos, buf)| Op::Write(pos, buf))
             .collect();
-        self.run(&mut ops)
+        let results = self.run(&mut ops);
+        for (&(pos, buf), r) in writes.iter().zip(&results) {
+            if r.is_ok() {
+                self.cache.after_write(pos, buf.len());
+            }
+        }
+        results
     }
 
     fn name(&self) -> &'static str {

@@ -474,6 +474,10 @@ impl Swap {
             (offset | mask).min(self.dev.nr_slots() as u64 - 1),
         );
         let mut buf = vec![0u8; PAGE_SIZE];
+        // The window's pages on the file, read in one request the first
+        // time one is wanted (one device read, not one per page); each is
+        // then checked under its slot's lock.
+        let mut window: Option<(Vec<u8>, usize)> = None;
         for n in (start..=end).filter(|&n| n != offset) {
             // Never wait for a neighbour: its owner may be reading ahead too.
             if n as usize % SLOT_LOCKS == offset as usize % SLOT_LOCKS {
@@ -490,7 +494,9 @@ impl Swap {
                     continue;
                 }
                 true
-            } else if self.dev.is_written(n) && self.dev.read_page(n, &mut buf).is_ok() {
+            } else if self.dev.is_written(n)
+                && self.open_read_ahead(n, start, end, &mut window, &mut buf)
+            {
                 Counters::add(&self.counters.pswpin, 1);
                 false
             } else {
@@ -507,6 +513,31 @@ impl Swap {
             );
             cache.order.push_back(n);
         }
+    }
+
+    /// Slot `n`'s page from the file into `buf`, taken from the window
+    /// `start..=end` read in one request (read now if `window` is empty):
+    /// false if the read failed, fell short of `n`, or gave bytes that are
+    /// not `n`'s latest write.
+    fn open_read_ahead(
+        &self,
+        n: u64,
+        start: u64,
+        end: u64,
+        window: &mut Option<(Vec<u8>, usize)>,
+        buf: &mut [u8],
+    ) -> bool {
+        let (raw, pages) = window.get_or_insert_with(|| {
+            let mut raw = vec![0u8; (end - start + 1) as usize * PAGE_SIZE];
+            let pages = self.dev.read_run(start, &mut raw).unwrap_or(0);
+            (raw, pages)
+        });
+        let k = (n - start) as usize;
+        k < *pages
+            && self
+                .dev
+                .open_read(n, &raw[k * PAGE_SIZE..(k + 1) * PAGE_SIZE], buf)
+                .is_ok()
     }
 
     /// Fault-around: the caller's neighbours that sit in the swap cache go

@@ -27,7 +27,8 @@
 //!   does: shorter while under the target (once the run is older than the
 //!   age), up to twice as long a tick over it.
 //! * **No debt past the budget.** What the run has swapped out is stall
-//!   it may still have to pay ([`SWAPIN_COST_NS`] a page): a program that
+//!   it may still have to pay ([`SWAPIN_COST_NS`] a page in the pool,
+//!   [`FILE_SWAPIN_COST_NS`] one on the swap file): a program that
 //!   reads all its data again at the end (a digest, a teardown) pays for
 //!   every page evicted. While the wait spent so far plus bringing all of
 //!   it back would pass the budget, nothing more leaves (no probe, no cold
@@ -86,6 +87,10 @@ pub const COLD_PROBE: f64 = 0.15;
 /// random swap-in fault's median on this project's machines (9–15 µs,
 /// BENCHMARKS.md's `bench faults`).
 pub const SWAPIN_COST_NS: f64 = 10_000.0;
+/// What bringing back a page from the swap file costs: a 4 KiB random
+/// read of the device (45 µs p50 on this project's machines' virtio disk,
+/// the swap file kept out of the page cache) and the fault around it.
+pub const FILE_SWAPIN_COST_NS: f64 = 55_000.0;
 
 const PAGE: usize = 4096;
 
@@ -122,6 +127,8 @@ pub struct Controller {
     small: bool,
     /// Pages the run has swapped out now.
     swapped_pages: usize,
+    /// Of those, pages on the swap file.
+    on_file_pages: usize,
     /// Bringing every swapped-out page back would take more than the
     /// run's stall budget has left: nothing more leaves for now.
     in_debt: bool,
@@ -143,14 +150,23 @@ impl Controller {
             cold_age_ms: COLD_AGE_START_MS,
             small: true,
             swapped_pages: 0,
+            on_file_pages: 0,
             in_debt: false,
         }
     }
 
-    /// The run has `pages` swapped out now (read before each tick): what
-    /// the program would wait for if it touched them all again.
-    pub fn swapped_out(&mut self, pages: usize) {
+    /// The run has `pages` swapped out now, `on_file` of them on the swap
+    /// file (read before each tick): what the program would wait for if
+    /// it touched them all again.
+    pub fn swapped_out(&mut self, pages: usize, on_file: usize) {
         self.swapped_pages = pages;
+        self.on_file_pages = on_file.min(pages);
+    }
+
+    /// What bringing back every page swapped out would cost, ns.
+    fn debt_ns(&self) -> f64 {
+        let pooled = self.swapped_pages - self.on_file_pages;
+        pooled as f64 * SWAPIN_COST_NS + self.on_file_pages as f64 * FILE_SWAPIN_COST_NS
     }
 
     /// The cold age now, ms: resident pages untouched that long leave
@@ -206,7 +222,7 @@ impl Controller {
         // again (a digest, a teardown, a final pass) must still end
         // within its slowdown, so no more leaves while that is over.
         let spent = self.last_stall_ns as f64;
-        self.in_debt = spent + self.swapped_pages as f64 * SWAPIN_COST_NS > budget;
+        self.in_debt = spent + self.debt_ns() > budget;
         let in_budget = spent <= PROBE_BUDGET * budget && !self.in_debt;
         let limit = self.limit_pages as f64;
         let charge = charge_pages as f64;
@@ -266,7 +282,7 @@ pub fn run_controller(
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
         let now = Instant::now();
         let charge = control.charge();
-        controller.swapped_out(control.swapped());
+        controller.swapped_out(control.swapped(), control.on_file());
         let crowded_ns = crowding.tick(control.background_ns());
         let (limit, share) = controller.tick(now - last, control.stall_ns() + crowded_ns, charge);
         control.set_limit(limit);
@@ -565,7 +581,7 @@ mod tests {
         // ticks' time at SWAPIN_COST_NS a page.
         let wall_ns = (c.wall_ns + TICK.as_nanos() as u64) as f64;
         let affordable = (c.target_share() * wall_ns / SWAPIN_COST_NS) as usize;
-        c.swapped_out(affordable + 1);
+        c.swapped_out(affordable + 1, 0);
         let (held, _) = c.tick(TICK, 0, charge);
         assert_eq!(held, charge, "no probe under the charge");
         assert_eq!(c.cold_age_ms(), 0, "no cold page leaves");
@@ -575,6 +591,32 @@ mod tests {
         }
         let (probed, _) = c.tick(TICK, 0, charge);
         assert!(probed < charge && c.cold_age_ms() > 0, "{probed}");
+    }
+
+    #[test]
+    fn pages_on_the_swap_file_weigh_a_device_read_each() {
+        let mut c = Controller::new(0.10, GB);
+        let charge = GB / PAGE / 4;
+        settle(&mut c, charge);
+        // What the run could afford to bring back from the pool is too
+        // much on the file.
+        let wall_ns = (c.wall_ns + TICK.as_nanos() as u64) as f64;
+        let pooled = (c.target_share() * wall_ns / SWAPIN_COST_NS) as usize / 2;
+        c.swapped_out(pooled, 0);
+        let (probed, _) = c.tick(TICK, 0, charge);
+        assert!(
+            probed < charge && c.cold_age_ms() > 0,
+            "in budget: {probed}"
+        );
+        let mut c2 = c.clone();
+        c2.swapped_out(pooled, pooled);
+        let (held, _) = c2.tick(TICK, 0, charge);
+        assert_eq!(held, probed, "on the file: held, no further probe");
+        assert_eq!(c2.cold_age_ms(), 0, "no cold page leaves");
+        // The same pages in the pool: probing on.
+        c.swapped_out(pooled, 0);
+        let (next, _) = c.tick(TICK, 0, charge);
+        assert!(next < probed, "{next} after {probed}");
     }
 
     #[test]

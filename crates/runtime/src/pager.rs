@@ -233,6 +233,11 @@ impl Pager {
         self.env.live().own.device().used_slots()
     }
 
+    /// Of those, pages on the swap file (a clean page's kept copy too).
+    pub fn on_file_pages(&self) -> usize {
+        self.env.live().own.device().written_slots()
+    }
+
     /// The age clock now: ms since the runtime started (wrapping after 49
     /// days; ages are differences).
     pub fn age_clock_now(&self) -> u32 {

@@ -275,7 +275,7 @@ impl Pager {
         // SAFETY: a valid timespec to fill; the clock id is a constant.
         if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
             let cpu_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-            shared.publish_reclaim(self.swapped_pages(), cpu_ns);
+            shared.publish_reclaim(self.swapped_pages(), self.on_file_pages(), cpu_ns);
         }
     }
 

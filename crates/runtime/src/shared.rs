@@ -45,6 +45,9 @@ struct Slot {
     stall_ns: AtomicU64,
     /// Pages this process has swapped out now (pool or file).
     swapped: AtomicU64,
+    /// Of those, pages on the swap file (a device read each to bring
+    /// back, where a pool page is a decompression).
+    on_file: AtomicU64,
     /// CPU time of this process's reclaimer so far, ns: work beside the
     /// program's threads, not a wait of theirs.
     background_ns: AtomicU64,
@@ -151,6 +154,7 @@ impl Mapping {
     fn retire(&self, slot: &Slot, owner: u32) {
         slot.resident.store(0, Ordering::Release);
         slot.swapped.store(0, Ordering::Release);
+        slot.on_file.store(0, Ordering::Release);
         if slot
             .pid
             .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed)
@@ -233,6 +237,7 @@ impl SharedLimit {
                 slot.resident.store(0, Ordering::Release);
                 slot.stall_ns.store(0, Ordering::Release);
                 slot.swapped.store(0, Ordering::Release);
+                slot.on_file.store(0, Ordering::Release);
                 slot.background_ns.store(0, Ordering::Release);
                 shared.mine = i;
                 VIEWS_IN_THIS_IMAGE.fetch_add(1, Ordering::AcqRel);
@@ -269,12 +274,13 @@ impl SharedLimit {
             .fetch_add(ns, Ordering::Relaxed);
     }
 
-    /// Records the pages this process has swapped out (what bringing
-    /// everything back would cost it) and the CPU time its reclaimer has
-    /// used so far, ns.
-    pub fn publish_reclaim(&self, swapped: usize, background_ns: u64) {
+    /// Records the pages this process has swapped out and how many of
+    /// them are on the swap file (what bringing everything back would cost
+    /// it), and the CPU time its reclaimer has used so far, ns.
+    pub fn publish_reclaim(&self, swapped: usize, on_file: usize, background_ns: u64) {
         let slot = self.slot(self.mine);
         slot.swapped.store(swapped as u64, Ordering::Relaxed);
+        slot.on_file.store(on_file as u64, Ordering::Relaxed);
         slot.background_ns.store(background_ns, Ordering::Relaxed);
     }
 
@@ -357,6 +363,12 @@ impl LimitControl {
         self.map.live_sum(|s| &s.swapped) as usize
     }
 
+    /// Of [`LimitControl::swapped`], the pages on the processes' swap
+    /// files.
+    pub fn on_file(&self) -> usize {
+        self.map.live_sum(|s| &s.on_file) as usize
+    }
+
     /// Time the threads of the run's processes, live or gone, have waited
     /// on uzswap so far, ns.
     pub fn stall_ns(&self) -> u64 {
@@ -436,10 +448,11 @@ mod tests {
         assert_eq!(b.cold_age_ms(), None);
         a.publish(100);
         b.publish(20);
-        a.publish_reclaim(7, 40);
-        b.publish_reclaim(3, 60);
+        a.publish_reclaim(7, 2, 40);
+        b.publish_reclaim(3, 3, 60);
         assert_eq!(control.charge(), 120);
         assert_eq!(control.swapped(), 10);
+        assert_eq!(control.on_file(), 5);
         a.add_stall(1_000);
         b.add_stall(500);
         b.add_stall(500);

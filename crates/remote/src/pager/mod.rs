@@ -598,7 +598,8 @@ impl Pager {
         self.stats.pool_charged_pages = self.swap.charged_pages() as u64;
         if let Some(s) = &self.shared {
             s.publish(self.charge());
-            s.publish_reclaim(self.swap.device().used_slots(), 0);
+            let device = self.swap.device();
+            s.publish_reclaim(device.used_slots(), device.written_slots(), 0);
         }
     }
 

@@ -102,6 +102,12 @@ pub struct CompatArgs {
     /// Also write the results as CSV lines (with a header) to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Folder for the paged runs' swap files (default: each run's scratch
+    /// folder in the work folder, on its disk). `/dev/shm` puts them in
+    /// memory: outputs are checked the same, and the times are those of a
+    /// swap device as fast as memory; `nobody` must be able to write it.
+    #[arg(long)]
+    pub swapfile_dir: Option<PathBuf>,
     /// Cases whose programs are not installed do not fail the run.
     #[arg(long)]
     pub allow_missing: bool,
@@ -145,6 +151,7 @@ pub fn run(a: &CompatArgs) -> Result<bool, String> {
         work,
         tools,
         allow_missing: a.allow_missing,
+        swapfile_dir: a.swapfile_dir.clone(),
         progress: Progress::new((cases.len() * users_count) as u64),
     };
     let mut rows = Vec::new();

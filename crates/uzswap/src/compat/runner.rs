@@ -19,6 +19,8 @@ pub(super) struct Suite {
     pub(super) work: Work,
     pub(super) tools: Tools,
     pub(super) allow_missing: bool,
+    /// Where the paged runs' swap files go, if not their scratch folders.
+    pub(super) swapfile_dir: Option<PathBuf>,
     pub(super) progress: Progress,
 }
 
@@ -66,6 +68,7 @@ impl Suite {
                 dir: &dir,
                 scale: self.scale,
                 tools: &self.tools,
+                swapfile_dir: self.swapfile_dir.as_deref(),
                 progress: &self.progress,
             };
             runner.run(row);
@@ -95,6 +98,7 @@ struct CaseRun<'a> {
     dir: &'a Path,
     scale: Scale,
     tools: &'a Tools,
+    swapfile_dir: Option<&'a Path>,
     progress: &'a Progress,
 }
 
@@ -250,7 +254,10 @@ impl CaseRun<'_> {
             "--limit".to_string(),
             limit.to_string(),
             "--swapfile-dir".to_string(),
-            self.sub("scratch").display().to_string(),
+            self.swapfile_dir
+                .map_or_else(|| self.sub("scratch"), Path::to_path_buf)
+                .display()
+                .to_string(),
             "--stats-out".to_string(),
             self.dir.join("uzswap.stats").display().to_string(),
         ];

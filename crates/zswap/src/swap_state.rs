@@ -477,7 +477,7 @@ impl Swap {
         // The window's pages on the file, read in one request the first
         // time one is wanted (one device read, not one per page); each is
         // then checked under its slot's lock.
-        let mut window: Option<(Vec<u8>, usize)> = None;
+        let mut window: Option<(u64, Vec<u8>, usize)> = None;
         for n in (start..=end).filter(|&n| n != offset) {
             // Never wait for a neighbour: its owner may be reading ahead too.
             if n as usize % SLOT_LOCKS == offset as usize % SLOT_LOCKS {
@@ -494,8 +494,7 @@ impl Swap {
                     continue;
                 }
                 true
-            } else if self.dev.is_written(n)
-                && self.open_read_ahead(n, start, end, &mut window, &mut buf)
+            } else if self.dev.is_written(n) && self.open_read_ahead(n, end, &mut window, &mut buf)
             {
                 Counters::add(&self.counters.pswpin, 1);
                 false
@@ -516,23 +515,29 @@ impl Swap {
     }
 
     /// Slot `n`'s page from the file into `buf`, taken from the window
-    /// `start..=end` read in one request (read now if `window` is empty):
-    /// false if the read failed, fell short of `n`, or gave bytes that are
-    /// not `n`'s latest write.
+    /// read in one request (read now if `window` is empty: from `n`, the
+    /// first page wanted, to the last slot up to `end` written to the
+    /// file): false if the read failed, fell short of `n`, or gave bytes
+    /// that are not `n`'s latest write.
     fn open_read_ahead(
         &self,
         n: u64,
-        start: u64,
         end: u64,
-        window: &mut Option<(Vec<u8>, usize)>,
+        window: &mut Option<(u64, Vec<u8>, usize)>,
         buf: &mut [u8],
     ) -> bool {
-        let (raw, pages) = window.get_or_insert_with(|| {
-            let mut raw = vec![0u8; (end - start + 1) as usize * PAGE_SIZE];
-            let pages = self.dev.read_run(start, &mut raw).unwrap_or(0);
-            (raw, pages)
+        let (first, raw, pages) = window.get_or_insert_with(|| {
+            let last = (n..=end)
+                .rev()
+                .find(|&m| self.dev.is_written(m))
+                .unwrap_or(n);
+            let mut raw = vec![0u8; (last - n + 1) as usize * PAGE_SIZE];
+            let pages = self.dev.read_run(n, &mut raw).unwrap_or(0);
+            (n, raw, pages)
         });
-        let k = (n - start) as usize;
+        let Some(k) = n.checked_sub(*first).map(|k| k as usize) else {
+            return false;
+        };
         k < *pages
             && self
                 .dev

@@ -79,16 +79,7 @@ impl CacheDrop {
             return;
         }
         let len = len as u64;
-        // SAFETY: starts writeback of a range of a file descriptor; no
-        // memory is passed.
-        unsafe {
-            libc::sync_file_range(
-                self.fd,
-                pos as libc::off64_t,
-                len as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
+        self.sync_range(pos, len, libc::SYNC_FILE_RANGE_WRITE);
         let mut written = self.written.lock();
         let (runs, bytes) = &mut *written;
         runs.push_back((pos, len));
@@ -106,16 +97,22 @@ impl CacheDrop {
     /// Waits until the range's writeback, started earlier, is done: a
     /// page under writeback cannot be dropped.
     fn wait_written(&self, pos: u64, len: u64) {
-        // SAFETY: as in `after_write`.
+        self.sync_range(
+            pos,
+            len,
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+        );
+    }
+
+    /// `sync_file_range(2)` of the range with `flags`: starts its
+    /// writeback, and waits for it where the flags say so.
+    fn sync_range(&self, pos: u64, len: u64, flags: libc::c_uint) {
+        // SAFETY: writeback of a range of a file descriptor; no memory is
+        // passed.
         unsafe {
-            libc::sync_file_range(
-                self.fd,
-                pos as libc::off64_t,
-                len as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                    | libc::SYNC_FILE_RANGE_WRITE
-                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-            )
+            libc::sync_file_range(self.fd, pos as libc::off64_t, len as libc::off64_t, flags)
         };
     }
 

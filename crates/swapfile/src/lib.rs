@@ -461,11 +461,7 @@ impl SwapFile {
         if page.len() != PAGE_SIZE {
             return Err(SwapError::BadPage(page.len()));
         }
-        let idx = self.check_allocated(slot)?;
-        let word = self
-            .seals
-            .valid_word(idx)
-            .map_err(|_| SwapError::NotWritten(slot))?;
+        let (idx, word) = self.written_word(slot)?;
         let pos = slot * PAGE_SIZE as u64;
         let read = if sync {
             self.io.read_at_sync(pos, page)
@@ -476,6 +472,17 @@ impl SwapFile {
         self.seals
             .open(idx, slot, word, page)
             .map_err(|_| SwapError::Corrupt { slot })
+    }
+
+    /// Slot `slot`'s index and seal word, checked: allocated, and holding
+    /// a page. Read before the page's bytes are checked against it.
+    fn written_word(&self, slot: u64) -> Result<(usize, u64), SwapError> {
+        let idx = self.check_allocated(slot)?;
+        let word = self
+            .seals
+            .valid_word(idx)
+            .map_err(|_| SwapError::NotWritten(slot))?;
+        Ok((idx, word))
     }
 
     /// Reads the slots from `first` on into `raw` (whole pages) in one
@@ -504,11 +511,7 @@ impl SwapFile {
         if page.len() != PAGE_SIZE || raw.len() != PAGE_SIZE {
             return Err(SwapError::BadPage(raw.len()));
         }
-        let idx = self.check_allocated(slot)?;
-        let word = self
-            .seals
-            .valid_word(idx)
-            .map_err(|_| SwapError::NotWritten(slot))?;
+        let (idx, word) = self.written_word(slot)?;
         page.copy_from_slice(raw);
         self.seals
             .open(idx, slot, word, page)

@@ -134,15 +134,15 @@ impl CacheDrop {
 /// file and cannot leave. A file system that cannot be asked counts as
 /// a disk.
 fn in_memory(fd: RawFd) -> bool {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    /// ramfs's `f_type` (`linux/magic.h`; the libc crate has tmpfs's only).
+    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
     // SAFETY: a zeroed statfs is a valid buffer for fstatfs to fill.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: a file descriptor and a buffer of the right type.
     if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
         return false;
     }
-    matches!(st.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
+    st.f_type == libc::TMPFS_MAGIC || st.f_type == RAMFS_MAGIC
 }
 
 #[cfg(test)]

@@ -45,19 +45,17 @@ fn page(n: usize) -> Vec<u8> {
 fn dir() -> std::path::PathBuf {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&dir).unwrap();
-    let st = nix_statfs_type(&dir);
     assert_ne!(
-        st,
-        TMPFS_MAGIC,
+        fs_type(&dir),
+        libc::TMPFS_MAGIC,
         "{} is a tmpfs: this test needs a disk-backed folder",
         dir.display()
     );
     dir
 }
 
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
-fn nix_statfs_type(dir: &std::path::Path) -> i64 {
+/// The `f_type` of the file system `dir` is on.
+fn fs_type(dir: &std::path::Path) -> libc::c_long {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
     // SAFETY: a zeroed statfs is a valid buffer for statfs to fill.
@@ -65,7 +63,7 @@ fn nix_statfs_type(dir: &std::path::Path) -> i64 {
     // SAFETY: a NUL-terminated path and a buffer of the right type.
     let rc = unsafe { libc::statfs(path.as_ptr(), &mut st) };
     assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-    st.f_type as i64
+    st.f_type
 }
 
 /// Writes 16 MiB in runs of 64 pages, as writeback does, then reads every

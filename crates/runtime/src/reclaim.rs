@@ -121,6 +121,7 @@ impl Pager {
             while !self.stopping() && self.trim_pool() > 0 {}
             self.tick_age_clock();
             self.evict_cold();
+            self.note_evictions();
             self.publish_reclaim();
             self.choose_direct(&mut site);
             if self.direct_now.load(Ordering::Relaxed) {
@@ -304,10 +305,22 @@ impl Pager {
                 .counters
                 .pgsteal_proactive
                 .fetch_add(n as u64, Ordering::Relaxed);
+            self.note_evictions();
             if n == 0 {
                 return;
             }
         }
+    }
+
+    /// Tells the budget split how many pages have left, and how many of
+    /// them for their age.
+    fn note_evictions(&self) {
+        let c = &self.env.counters;
+        self.env.store_side.note_evictions(
+            c.evicted_pages.load(Ordering::Relaxed),
+            c.pgsteal_proactive.load(Ordering::Relaxed),
+            self.limit(),
+        );
     }
 
     /// After a fault: wakes reclaim if residency is over the limit.

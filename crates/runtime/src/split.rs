@@ -34,11 +34,16 @@
 //! moves): between an eighth of it and all of it but an eighth, never
 //! above the pool's cap (`--pool-limit`); it starts at half.
 //!
-//! Policy only: the runtime feeds it swap-ins and writebacks, and the
-//! reclaimer writes the pool back to its target. Every field is an atomic
-//! updated with relaxed ordering from faulting threads (in their SIGBUS
-//! handlers: no lock, no allocation); a lost update of a cost average
-//! costs nothing but a sample.
+//! A resident ghost hit counts only as much as the evictions of the last
+//! window were made for room: a page a controller's cold age sent out
+//! would have left however much room there was, so its refault is the
+//! age's cost, which the controller weighs, not the split's.
+//!
+//! Policy only: the runtime feeds it swap-ins, evictions and writebacks,
+//! and the reclaimer writes the pool back to its target. Every field is
+//! an atomic updated with relaxed ordering from faulting threads (in their
+//! SIGBUS handlers: no lock, no allocation); a lost update of a cost
+//! average costs nothing but a sample.
 
 use crate::protocol::PAGE;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,6 +116,13 @@ pub(crate) struct PoolSplit {
     file_load_ns: AtomicU64,
     /// Average writeback time per page, ns.
     writeback_ns: AtomicU64,
+    /// Share of the last window's evictions made for room (f64 bits), not
+    /// for age: how much a resident ghost hit says (see [`Self::move_down`]).
+    pressure_share: AtomicU64,
+    /// Eviction totals at the last [`Self::note_evictions`]: all, and
+    /// those made for age.
+    seen_evicted: AtomicU64,
+    seen_for_age: AtomicU64,
 }
 
 impl PoolSplit {
@@ -125,6 +137,11 @@ impl PoolSplit {
             pool_load_ns: AtomicU64::new(2_000),
             file_load_ns: AtomicU64::new(12_000),
             writeback_ns: AtomicU64::new(10_000),
+            // Until told otherwise (a replay never is), every eviction
+            // is for room.
+            pressure_share: AtomicU64::new(1.0f64.to_bits()),
+            seen_evicted: AtomicU64::new(0),
+            seen_for_age: AtomicU64::new(0),
         }
     }
 
@@ -190,6 +207,28 @@ impl PoolSplit {
         }
     }
 
+    /// The runtime has evicted `evicted` pages in all, `for_age` of them
+    /// for their age before any pressure (a controller's cold age), under
+    /// a limit of `limit_pages`. Called by the one reclaim thread, each
+    /// tick and after each batch it evicts for age (their refaults can
+    /// come before the tick ends). The share of the last window's evictions made for room
+    /// follows: a page evicted for its age would have left however much
+    /// resident room there was, so its refault says nothing about the
+    /// split.
+    pub fn note_evictions(&self, evicted: u64, for_age: u64, limit_pages: usize) {
+        let new = evicted.saturating_sub(self.seen_evicted.swap(evicted, Ordering::Relaxed));
+        let new_for_age =
+            for_age.saturating_sub(self.seen_for_age.swap(for_age, Ordering::Relaxed));
+        if new == 0 {
+            return;
+        }
+        let for_room = new.saturating_sub(new_for_age) as f64 / new as f64;
+        // The last window's evictions, or all there were while fewer.
+        let window = window(limit_pages).min(evicted).max(1);
+        let weight = (new as f64 / window as f64).min(1.0);
+        self.update_f64(&self.pressure_share, |p| p + weight * (for_room - p));
+    }
+
     /// Pages the target grows by for a file refault after `distance`
     /// evictions, the pool holding `pool_pages` of a limit of
     /// `limit_pages` and shaped as `shape`. Within the reach of a pool
@@ -243,11 +282,23 @@ impl PoolSplit {
     /// A resident ghost hit: a page less for the pool, counted from its
     /// charge where that is under the target (a target the pool does not
     /// fill would otherwise sink unseen, and spring on the program later).
+    /// Weighed by the share of recent evictions made for room: where pages
+    /// leave for their age (a controller's cold age, the charge under the
+    /// limit), their refaults are the age's cost, not the split's, and
+    /// counting them pulled the target to its floor while the pool was
+    /// still filling, so that the cold pages went on to the swap file with
+    /// the charge far under the limit (redis-hot under `--max-slowdown`:
+    /// 15k of 38k evicted pages written back, each read back from the
+    /// device).
     fn move_down(&self, limit_pages: usize, pool_pages: usize) {
         let limit = limit_pages.max(1) as f64;
         let held = pool_pages as f64 / limit;
         let max = self.max_share(limit_pages);
-        self.update(|s| (s.min(held) - 1.0 / limit).clamp(MIN_SHARE, max));
+        let weight = f64::from_bits(self.pressure_share.load(Ordering::Relaxed));
+        self.update(|s| {
+            let down = (s.min(held) - 1.0 / limit).clamp(MIN_SHARE, max);
+            s + weight * (down - s)
+        });
     }
 
     fn move_up(&self, limit_pages: usize, pages: f64) {
@@ -257,11 +308,13 @@ impl PoolSplit {
     }
 
     fn update(&self, f: impl Fn(f64) -> f64) {
-        let _ = self
-            .share
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
-                Some(f(f64::from_bits(bits)).to_bits())
-            });
+        self.update_f64(&self.share, f);
+    }
+
+    fn update_f64(&self, cell: &AtomicU64, f: impl Fn(f64) -> f64) {
+        let _ = cell.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+            Some(f(f64::from_bits(bits)).to_bits())
+        });
     }
 }
 
@@ -323,6 +376,43 @@ mod tests {
             swapin(&s, Tier::File, 0, 30_000, 50_000);
         }
         assert_eq!(s.target(LIMIT), LIMIT - LIMIT / 8);
+    }
+
+    #[test]
+    fn refaults_of_pages_evicted_for_their_age_leave_the_split_alone() {
+        let s = split();
+        // A window and more of evictions, all for age: the refaults that
+        // follow are the cold age's cost, not resident room's.
+        s.note_evictions(LIMIT as u64, LIMIT as u64, LIMIT);
+        for _ in 0..10_000 {
+            swapin(&s, Tier::Pool, 0, 2_000, 0);
+        }
+        assert_eq!(s.target(LIMIT), LIMIT / 2);
+        // Then a window of evictions for room: the same refaults move it.
+        s.note_evictions(2 * LIMIT as u64, LIMIT as u64, LIMIT);
+        for _ in 0..100_000 {
+            swapin(&s, Tier::Pool, 0, 2_000, 0);
+        }
+        assert_eq!(s.target(LIMIT), LIMIT / 8);
+    }
+
+    #[test]
+    fn the_pressure_share_follows_the_last_window_of_evictions() {
+        let s = split();
+        let w = window(LIMIT);
+        let share = || f64::from_bits(s.pressure_share.load(Ordering::Relaxed));
+        assert_eq!(share(), 1.0, "until told, every eviction is for room");
+        // Fewer evictions than a window: they are all there is to go by.
+        s.note_evictions(64, 64, LIMIT);
+        assert_eq!(share(), 0.0);
+        s.note_evictions(64 + w, 64 + w, LIMIT);
+        assert_eq!(share(), 0.0);
+        // A quarter window, all for room: a quarter of the way back.
+        s.note_evictions(64 + w + w / 4, 64 + w, LIMIT);
+        assert!((share() - 0.25).abs() < 1e-9, "{}", share());
+        // Nothing new: unchanged.
+        s.note_evictions(64 + w + w / 4, 64 + w, LIMIT);
+        assert!((share() - 0.25).abs() < 1e-9, "{}", share());
     }
 
     #[test]

@@ -160,6 +160,14 @@ impl StoreSide {
         }
     }
 
+    /// The runtime has evicted `evicted` pages, `for_age` of them for their
+    /// age, under a limit of `limit_pages` (the reclaim thread, each tick).
+    pub fn note_evictions(&self, evicted: u64, for_age: u64, limit_pages: usize) {
+        if let Some(split) = &self.split {
+            split.note_evictions(evicted, for_age, limit_pages);
+        }
+    }
+
     /// The pool holds more of a limit of `limit_pages` than its adaptive
     /// share: reclaim writes its coldest pages back.
     pub fn pool_over_share(&self, own: &Swap, limit_pages: usize) -> bool {

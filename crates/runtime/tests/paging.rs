@@ -637,6 +637,63 @@ fn the_reclaimer_compacts_a_fragmented_pool() {
     }
 }
 
+/// Page `i` at version `v`, half random bytes: about 2:1 compressed.
+fn fill_half_random(page: &mut [u8], i: usize, v: u64) {
+    fill(page, i, v);
+    SmallRng::seed_from_u64(i as u64 ^ (v << 32)).fill(&mut page[PAGE / 2..]);
+}
+
+#[test]
+fn a_fragmented_pool_is_compacted_under_the_limit_too() {
+    let path = std::env::temp_dir().join(format!("uzswap-compact-test-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let control = runtime::LimitControl::open(&path).unwrap();
+    let mut cfg = RuntimeConfig {
+        shared_limit_file: Some(path.clone()),
+        ..config(1 << 14)
+    };
+    cfg.swap.max_pool_percent = 100; // a 16 MiB pool: room for all of it
+    cfg.charge_pool = false; // and all of it goes there, none to the file
+    let rt = Runtime::new(cfg).unwrap();
+    // A controller's limit of 256 pages sends the data to the pool.
+    control.set_limit(256);
+    let npages = 4096;
+    let region = rt.alloc(npages * PAGE).unwrap();
+    // SAFETY: one thread uses the region here.
+    let mem = unsafe { region.as_mut_slice() };
+    for i in 0..npages {
+        fill_half_random(&mut mem[i * PAGE..(i + 1) * PAGE], i, 1);
+    }
+    wait_until("under the limit", || rt.stats().charged_pages <= 256);
+    let compacted = rt.swap_stats().pages_compacted;
+    // The limit raised far above the charge (the controller backing off),
+    // then every other page read back: half the pool's objects freed,
+    // scattered over its zspages, and no pressure to compact it.
+    control.set_limit(1 << 14);
+    let mut expect = vec![0u8; PAGE];
+    for i in (0..npages).step_by(2) {
+        fill_half_random(&mut expect, i, 1);
+        assert!(mem[i * PAGE..(i + 1) * PAGE] == expect[..], "page {i}");
+    }
+    let s = rt.stats();
+    assert!(
+        s.charged_pages < (1 << 14) / 2,
+        "far under the limit: {s:?}"
+    );
+    wait_until("the pool compacted", || {
+        rt.swap_stats().pages_compacted > compacted
+    });
+    for i in 0..npages {
+        fill_half_random(&mut expect, i, 1);
+        assert!(
+            mem[i * PAGE..(i + 1) * PAGE] == expect[..],
+            "page {i} after"
+        );
+    }
+    drop((region, rt));
+    let _ = std::fs::remove_file(&path);
+}
+
 /// `charge_pool: false` (cgroup v1's rule, `--uncharged-pool`): the limit
 /// counts resident pages only; the pool grows past it, bounded by its own
 /// limit alone, and nothing is written back to meet the limit.

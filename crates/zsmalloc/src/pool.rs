@@ -746,6 +746,16 @@ impl Pool {
         slot.obj.store(to.raw(), Ordering::Release);
     }
 
+    /// Pages [`Pool::compact`] could free now: in each class, the whole
+    /// zspages its free objects add up to (the kernel's
+    /// `zs_shrinker_count`). Takes each class lock in turn.
+    pub fn compactable_pages(&self) -> usize {
+        self.classes
+            .iter()
+            .map(|class| class.inner.lock().compactable_pages(&class.spec))
+            .sum()
+    }
+
     /// A snapshot of the pool's counters.
     pub fn stats(&self) -> PoolStats {
         let mut classes = Vec::with_capacity(self.classes.len());

@@ -168,8 +168,12 @@ fn compaction_frees_pages_and_keeps_data() {
         }
     }
     let before = pool.stats();
+    let compactable = pool.compactable_pages();
     let done = pool.compact();
     let after = pool.stats();
+    // The count is what compaction then frees (nothing ran between).
+    assert_eq!(done.pages_freed, compactable);
+    assert_eq!(pool.compactable_pages(), 0);
     assert!(done.objs_migrated > 0);
     assert!(done.pages_freed > 0);
     assert_eq!(

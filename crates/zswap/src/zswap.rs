@@ -185,6 +185,11 @@ impl Zswap {
         self.pool.pages_allocated() * PAGE_SIZE
     }
 
+    /// Pages a compaction could free now (zsmalloc's shrinker count).
+    pub fn compactable_pages(&self) -> usize {
+        self.pool.compactable_pages()
+    }
+
     /// Compacts the pool (zsmalloc's `compact`, which the kernel's shrinker
     /// and `/sys/block/zram0/compact` run): objects migrate into fewer
     /// zspages; returns the pages freed. Safe beside stores and loads.

@@ -211,10 +211,10 @@ impl PoolSplit {
     /// for their age before any pressure (a controller's cold age), under
     /// a limit of `limit_pages`. Called by the one reclaim thread, each
     /// tick and after each batch it evicts for age (their refaults can
-    /// come before the tick ends). The share of the last window's evictions made for room
-    /// follows: a page evicted for its age would have left however much
-    /// resident room there was, so its refault says nothing about the
-    /// split.
+    /// come before the tick ends). The share of the last window's
+    /// evictions made for room follows: a page evicted for its age would
+    /// have left however much resident room there was, so its refault
+    /// says nothing about the split.
     pub fn note_evictions(&self, evicted: u64, for_age: u64, limit_pages: usize) {
         let new = evicted.saturating_sub(self.seen_evicted.swap(evicted, Ordering::Relaxed));
         let new_for_age =
@@ -288,7 +288,7 @@ impl PoolSplit {
     /// counting them pulled the target to its floor while the pool was
     /// still filling, so that the cold pages went on to the swap file with
     /// the charge far under the limit (redis-hot under `--max-slowdown`:
-    /// 15k of 38k evicted pages written back, each read back from the
+    /// 15k of 35k evicted pages written back, each read back from the
     /// device).
     fn move_down(&self, limit_pages: usize, pool_pages: usize) {
         let limit = limit_pages.max(1) as f64;

@@ -41,9 +41,10 @@
 //!
 //! Policy only: the runtime feeds it swap-ins, evictions and writebacks,
 //! and the reclaimer writes the pool back to its target. Every field is
-//! an atomic updated with relaxed ordering from faulting threads (in their
-//! SIGBUS handlers: no lock, no allocation); a lost update of a cost
-//! average costs nothing but a sample.
+//! an atomic updated with relaxed ordering, from faulting threads (in
+//! their SIGBUS handlers: no lock, no allocation) or, for the evictions'
+//! share, from the reclaim thread; a lost update of an average costs
+//! nothing but a sample.
 
 use crate::protocol::PAGE;
 use std::sync::atomic::{AtomicU64, Ordering};

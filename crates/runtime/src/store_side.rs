@@ -161,7 +161,8 @@ impl StoreSide {
     }
 
     /// The runtime has evicted `evicted` pages, `for_age` of them for their
-    /// age, under a limit of `limit_pages` (the reclaim thread, each tick).
+    /// age, under a limit of `limit_pages` (the reclaim thread, each tick
+    /// and after each batch it evicts for age).
     pub fn note_evictions(&self, evicted: u64, for_age: u64, limit_pages: usize) {
         if let Some(split) = &self.split {
             split.note_evictions(evicted, for_age, limit_pages);

@@ -7,7 +7,10 @@
 //! a hash, a read-back) gains; one that reads and then writes most of it
 //! (a sort, a garbage collector compacting) loses: `java-heap` took 14 s
 //! with every such slot kept against 8 s without, writing 215k of the 321k
-//! pages it kept to save 99k evictions.
+//! pages it kept to save 99k evictions. And a kept page evicted clean is
+//! read from the file again at its next refault: under the budget split
+//! a page that refaults within the largest pool's reach keeps no slot
+//! whatever the governor says (`StoreSide::near_refault`).
 //!
 //! The governor measures instead of guessing, like aging's
 //! ([`crate::aging`]). While on, each epoch of [`EPOCH_PAGES`] pages kept

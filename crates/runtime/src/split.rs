@@ -256,13 +256,28 @@ impl PoolSplit {
         if distance < reach {
             return hit;
         }
-        let largest = (self.max_share(limit_pages) * limit_pages as f64) as usize;
-        if distance >= pool_reach(shape, largest.saturating_sub(pool_pages)) {
+        if !self.within_largest_pool(limit_pages, pool_pages, distance, shape) {
             return 0.0;
         }
         let near = reach.saturating_sub(shape.horizon).max(1) as f64;
         let far = distance.saturating_sub(shape.horizon).max(1) as f64;
         hit * near / far
+    }
+
+    /// Whether a page refaulting after `distance` evictions would have been
+    /// in the largest pool the split allows (under a limit of
+    /// `limit_pages`, the pool holding `pool_pages` and shaped as
+    /// `shape`): a page read from the swap file that a pool could have
+    /// held.
+    pub fn within_largest_pool(
+        &self,
+        limit_pages: usize,
+        pool_pages: usize,
+        distance: u64,
+        shape: PoolShape,
+    ) -> bool {
+        let largest = (self.max_share(limit_pages) * limit_pages as f64) as usize;
+        distance < pool_reach(shape, largest.saturating_sub(pool_pages))
     }
 
     /// Pages the target grows by on a pool ghost hit: what a file refault
@@ -531,6 +546,21 @@ mod tests {
             shape(40_000)
         });
         assert_eq!(s.target(LIMIT), LIMIT / 2);
+    }
+
+    #[test]
+    fn a_refault_is_near_within_the_largest_pools_reach() {
+        let s = split();
+        let small = 8_192;
+        let largest = LIMIT - LIMIT / 8;
+        let beyond = pool_reach(shape(40_000), largest - small);
+        let near = |distance| s.within_largest_pool(LIMIT, small, distance, shape(40_000));
+        assert!(near(0));
+        assert!(near(beyond - 1));
+        assert!(!near(beyond));
+        // A pool already as large as allowed reaches its horizon only.
+        assert!(s.within_largest_pool(LIMIT, largest, 39_999, shape(40_000)));
+        assert!(!s.within_largest_pool(LIMIT, largest, 40_000, shape(40_000)));
     }
 
     #[test]

@@ -961,6 +961,17 @@ fn commits_inside_a_reservation_are_paged_and_decommit_to_prot_none() {
     drop(again);
 }
 
+/// A runtime of `cfg`, if this kernel lets it keep clean pages' slots
+/// (`PAGEMAP_SCAN`, as write tracking).
+fn runtime_keeping_clean_pages(cfg: RuntimeConfig) -> Option<Runtime> {
+    let rt = Runtime::new(cfg).unwrap();
+    if !rt.stats().write_tracking {
+        eprintln!("no PAGEMAP_SCAN on this kernel: clean pages keep no slot");
+        return None;
+    }
+    Some(rt)
+}
+
 /// Pages read back from the swap file keep their slots while unwritten
 /// (`Clean`, the kernel's clean swap-cache pages): evicted again, they are
 /// only unmapped. A written page, and one the program discards behind the
@@ -970,11 +981,9 @@ fn commits_inside_a_reservation_are_paged_and_decommit_to_prot_none() {
 fn clean_pages_go_back_to_their_slots_without_a_store() {
     let mut cfg = config(64);
     cfg.swap.max_pool_percent = 1; // a 160 KiB pool: nearly all goes to the file
-    let rt = Runtime::new(cfg).unwrap();
-    if !rt.stats().write_tracking {
-        eprintln!("no PAGEMAP_SCAN on this kernel: clean pages keep no slot");
+    let Some(rt) = runtime_keeping_clean_pages(cfg) else {
         return;
-    }
+    };
     let npages = 1024;
     let region = rt.alloc(npages * PAGE).unwrap();
     // SAFETY: one thread uses the region (the discards below are its own).
@@ -1061,11 +1070,9 @@ fn pages_read_again_soon_are_stored_not_kept_clean() {
         adaptive_pool: true,
         ..config(256)
     };
-    let rt = Runtime::new(cfg).unwrap();
-    if !rt.stats().write_tracking {
-        eprintln!("no PAGEMAP_SCAN on this kernel: clean pages keep no slot");
+    let Some(rt) = runtime_keeping_clean_pages(cfg) else {
         return;
-    }
+    };
     // 1200 pages at about 6:1 (with their entries): more than the first
     // split holds (128 resident pages and 128 of pool: about 900), less
     // than the largest pool (224 pages: about 1350).

@@ -26,9 +26,10 @@
 //! Both windows are the same bytes of the limit, so the marginal value of
 //! moving them one way or the other is the ghost hits on each side times
 //! their worth. As ARC moves its split on ghost hits, each resident ghost
-//! hit moves the pool's target down a page, and each pool ghost hit moves
-//! it up by `(c_file - c_pool) / c_pool` pages: it settles where the two
-//! are equal. The costs are measured (load times by source, writeback
+//! hit moves the pool's target down a page (and a 128th of the way to
+//! what the pool holds, where the target is above it), and each pool
+//! ghost hit moves it up by `(c_file - c_pool) / c_pool` pages: it
+//! settles where the two are equal. The costs are measured (load times by source, writeback
 //! time per page), so a slow disk weighs as it should. The target is kept
 //! as a share of the limit in force (which a `--max-slowdown` controller
 //! moves): between an eighth of it and all of it but an eighth, never
@@ -306,10 +307,10 @@ impl PoolSplit {
     /// filled yet, so it shrinks, not vanishes: taken away whole at each
     /// resident ghost hit, it let the rarer hits on one side undo the
     /// heavier ones on the other. Under uniform random access (randpage
-    /// 512 MiB under 256M, the pool counted), a pool ghost hit came three
-    /// times as often as a resident one and weighed about ten pages, yet
-    /// the pool settled at 55% of the limit and a fifth of the swap-ins
-    /// read the swap file (34 s; with the headroom shrinking, 18.6-19.3 s,
+    /// 512 MiB under 256M, the pool counted), where each pool ghost hit
+    /// weighs seven pages or more (a device read over a pool refault), the
+    /// pool settled at 55% of the limit and a fifth of the swap-ins read
+    /// the swap file (34 s; with the headroom shrinking, 18.6-19.3 s,
     /// and 18 s with no pull to the charge at all, but python-list, whose
     /// resident side needs the pull, 42 s against 39 s).
     /// Weighed by the share of recent evictions made for room: where pages

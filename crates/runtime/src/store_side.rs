@@ -158,6 +158,11 @@ impl StoreSide {
         let (Some(split), Some(fault)) = (&self.split, fault) else {
             return false;
         };
+        if cx.own.device().in_memory() {
+            // A read from a file in memory is a copy: cheaper than the
+            // compression its slot saves.
+            return false;
+        }
         let limit = (cx.limit_in_force)(split.ceiling_pages());
         split.within_largest_pool(
             limit,
@@ -205,6 +210,7 @@ fn pool_shape(cx: &LoadContext) -> PoolShape {
         horizon: (pool.writeback_horizon() as f64 * per_store.max(1.0)) as u64,
         entries: pool.stored_pages() as u64,
         bytes: pool.pool_total_size() as u64,
+        file_in_memory: cx.own.device().in_memory(),
     }
 }
 

@@ -1066,10 +1066,14 @@ fn fill_quarter(page: &mut [u8], i: usize, v: u64) {
 /// file again.
 #[test]
 fn pages_read_again_soon_are_stored_not_kept_clean() {
-    let cfg = RuntimeConfig {
+    let mut cfg = RuntimeConfig {
         adaptive_pool: true,
         ..config(256)
     };
+    // On a disk: a file in memory keeps its clean pages' slots (a read
+    // from it is a copy).
+    cfg.swap.swapfile_dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&cfg.swap.swapfile_dir).unwrap();
     let Some(rt) = runtime_keeping_clean_pages(cfg) else {
         return;
     };

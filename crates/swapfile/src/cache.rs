@@ -133,7 +133,7 @@ impl CacheDrop {
 /// Whether `fd`'s file lives in memory (tmpfs, ramfs): its pages are the
 /// file and cannot leave. A file system that cannot be asked counts as
 /// a disk.
-fn in_memory(fd: RawFd) -> bool {
+pub(crate) fn in_memory(fd: RawFd) -> bool {
     /// ramfs's `f_type` (`linux/magic.h`; the libc crate has tmpfs's only).
     const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
     // SAFETY: a zeroed statfs is a valid buffer for fstatfs to fill.

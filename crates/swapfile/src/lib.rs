@@ -152,6 +152,8 @@ pub struct SwapFile {
     /// One past the highest slot ever given out: the per-slot tables are
     /// resident up to here (zeroed lazily, never given back).
     high_water: AtomicUsize,
+    /// The file lives in memory (tmpfs, ramfs).
+    in_memory: bool,
 }
 
 impl std::fmt::Debug for SwapFile {
@@ -176,6 +178,7 @@ impl SwapFile {
         protection: Protection,
     ) -> Result<Self, SwapError> {
         Ok(Self {
+            in_memory: io.raw_fd().is_some_and(cache::in_memory),
             io,
             nr_slots,
             slots: Mutex::new(Slots {
@@ -364,6 +367,13 @@ impl SwapFile {
         self.slots.lock().frozen.iter().filter(|&&n| n > 0).count()
     }
 
+    /// Whether the file lives in memory (tmpfs, ramfs): a read from it is
+    /// a copy, not a device read. A device with no file (in a test) counts
+    /// as a disk.
+    pub fn in_memory(&self) -> bool {
+        self.in_memory
+    }
+
     /// The file under the device, for advisory locks; `None` in memory.
     pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         self.io.raw_fd()
@@ -535,6 +545,18 @@ impl SwapFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_in_dev_shm_is_in_memory_and_one_on_a_disk_is_not() {
+        let shm = Path::new("/dev/shm");
+        let d = SwapFile::create_in(shm, 8, IoBackend::Pread, Protection::Checksum).unwrap();
+        assert!(d.in_memory());
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+        let d = SwapFile::create_in(&target, 8, IoBackend::Pread, Protection::Checksum).unwrap();
+        assert!(!d.in_memory(), "{}", target.display());
+        let d = SwapFile::new(Box::new(MemIo::default()), 8).unwrap();
+        assert!(!d.in_memory(), "a device with no file counts as a disk");
+    }
 
     #[test]
     fn frozen_slots_are_not_given_out_until_thawed() {

@@ -75,6 +75,10 @@ pub(crate) struct AgingGovernor {
     on_cost: Option<f64>,
     /// The same with aging off.
     off_cost: Option<f64>,
+    /// The last epoch with aging on: its evictions, and the weight its cost
+    /// carries in `on_cost` (1 for the first, [`WEIGHT`] after), so that
+    /// the write-protect faults its pass raises later are added to it.
+    last_on: Option<(u64, f64)>,
     /// Epochs judged so far.
     epochs: u64,
     /// The mode of the epoch under way.
@@ -104,6 +108,7 @@ impl AgingGovernor {
         Self {
             on_cost: None,
             off_cost: None,
+            last_on: None,
             epochs: 0,
             aging: false,
             exploring: None,
@@ -127,8 +132,18 @@ impl AgingGovernor {
             self.passed |= run;
             return run;
         }
-        let faults = now.swapin_faults.saturating_sub(self.start.swapin_faults)
-            + now.wp_faults.saturating_sub(self.start.wp_faults);
+        let swapins = now.swapin_faults.saturating_sub(self.start.swapin_faults);
+        let wp_faults = now.wp_faults.saturating_sub(self.start.wp_faults);
+        // Only pages a pass armed take write-protect faults, and they stay
+        // armed until written or evicted, epochs later (randpage: most of
+        // a pass's faults come after its epoch). An epoch without passes
+        // owes its write-protect faults to the last one with them.
+        let faults = if self.aging {
+            swapins + wp_faults
+        } else {
+            self.charge_last_pass(wp_faults);
+            swapins
+        };
         let protected = now
             .pages_protected
             .saturating_sub(self.start.pages_protected);
@@ -148,7 +163,11 @@ impl AgingGovernor {
         } else {
             &mut self.off_cost
         };
+        let weight = if average.is_some() { WEIGHT } else { 1.0 };
         *average = Some(average.map_or(cost, |a| a + WEIGHT * (cost - a)));
+        if self.aging {
+            self.last_on = Some((evicted, weight));
+        }
         self.epochs += 1;
         self.start = now;
         let on_is_cheaper = match (self.on_cost, self.off_cost) {
@@ -176,6 +195,14 @@ impl AgingGovernor {
         self.aging = on_is_cheaper != explore;
         self.passed = self.aging;
         self.aging
+    }
+
+    /// Adds `wp_faults`, raised after the last epoch with aging on by the
+    /// pages its passes armed, to that epoch's cost in the average.
+    fn charge_last_pass(&mut self, wp_faults: u64) {
+        if let (Some(on), Some((evicted, weight))) = (self.on_cost.as_mut(), self.last_on) {
+            *on += weight * wp_faults as f64 / evicted as f64;
+        }
     }
 
     /// Whether the epoch under way runs aging passes.
@@ -308,6 +335,35 @@ mod tests {
         // Off but for the exploring epochs (and the first).
         assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
         assert!(!g.aging() || g.exploring.is_some(), "{g:?}");
+    }
+
+    #[test]
+    fn write_protect_faults_after_a_pass_count_against_aging() {
+        // Random access (randpage): a pass arms the resident pages, and the
+        // program writes them over the next epochs, whatever those epochs'
+        // mode; as many swap-ins either way. Counted in the epoch they
+        // come in, those faults make the epochs after a pass look dear, and
+        // aging look cheap.
+        let mut g = AgingGovernor::new(Reading::default());
+        let mut now = g.start;
+        let mut later = [0u64; 3];
+        let mut on = 0;
+        for _ in 0..40 {
+            on += usize::from(g.aging());
+            now.wp_faults += later[0];
+            later = [later[1], later[2], 0];
+            if g.aging() {
+                now.wp_faults += 100;
+                now.pages_protected += 1000;
+                now.protect_calls += 1;
+                later = later.map(|n| n + 200);
+            }
+            now.evicted_pages += 1000;
+            now.swapin_faults += 1000;
+            g.due(now);
+        }
+        assert!(on <= 40 / EXPLORE_EVERY as usize + 2, "{on} of 40 on");
+        assert!(g.on_cost > g.off_cost, "{g:?}");
     }
 
     #[test]

@@ -40,12 +40,39 @@ fn check(r: libc::c_long) -> io::Result<usize> {
 /// As `madvise(2)` with `MADV_DONTNEED` for every range: their contents
 /// read back as zeros afterwards, so nothing may still need them.
 unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
+    if !SELF_REFUSED.load(Ordering::Relaxed) {
+        // SAFETY: the caller's guarantee.
+        match unsafe { discard_ranges_of(PIDFD_SELF_THREAD_GROUP, ranges) } {
+            Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
+                SELF_REFUSED.store(true, Ordering::Relaxed)
+            }
+            done => return done,
+        }
+    }
     // A pidfd of this process, opened per call: one cached across a fork
     // would name the parent.
     // SAFETY: pidfd_open takes a pid and flags; a new fd is returned.
     let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) })?;
     // SAFETY: `fd` was just opened and is ours alone.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the caller's guarantee.
+    unsafe { discard_ranges_of(fd.as_raw_fd(), ranges) }
+}
+
+/// The calling process, as a pidfd (`PIDFD_SELF_THREAD_GROUP`, Linux 6.15):
+/// no `pidfd_open`, `getpid` and `close` around each call, and in a forked
+/// child it names the child.
+const PIDFD_SELF_THREAD_GROUP: i32 = -10001;
+
+/// The kernel does not know [`PIDFD_SELF_THREAD_GROUP`] (before 6.15): a
+/// pidfd is opened per call.
+static SELF_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// [`discard_ranges`] through the pidfd `fd`.
+///
+/// # Safety
+/// As for [`discard_ranges`].
+unsafe fn discard_ranges_of(fd: i32, ranges: &[(usize, usize)]) -> io::Result<usize> {
     let mut done = 0;
     for chunk in ranges.chunks(CHUNK) {
         // The vector on this stack: never in the runtime's arena, so the
@@ -65,7 +92,7 @@ unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_process_madvise,
-                fd.as_raw_fd(),
+                fd,
                 iov.as_ptr(),
                 chunk.len(),
                 libc::MADV_DONTNEED,
@@ -220,6 +247,31 @@ mod tests {
         assert!(results.iter().all(Result::is_ok), "{results:?}");
         for i in 0..pages {
             let want = if i % 2 == 0 { 0 } else { 0xa5 };
+            assert!(page_is(p, i, want), "page {i}");
+        }
+        // SAFETY: the mapping is ours and nothing refers to it any more.
+        unsafe { libc::munmap(p.cast(), pages * PAGE_SIZE) };
+    }
+
+    #[test]
+    fn a_pidfd_opened_for_the_call_discards_as_the_self_sentinel_does() {
+        // The path of kernels before 6.15, whatever this one is.
+        let pages = 8;
+        let p = filled(pages);
+        let ranges = [
+            (p as usize, PAGE_SIZE),
+            (p as usize + 5 * PAGE_SIZE, 2 * PAGE_SIZE),
+        ];
+        // SAFETY: pidfd_open of our own pid.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+        assert!(fd >= 0, "{}", io::Error::last_os_error());
+        // SAFETY: the ranges are pages of our own mapping, no longer needed.
+        let done = unsafe { discard_ranges_of(fd as i32, &ranges) }.unwrap();
+        // SAFETY: `fd` is ours.
+        unsafe { libc::close(fd as i32) };
+        assert_eq!(done, 2);
+        for i in 0..pages {
+            let want = if [0, 5, 6].contains(&i) { 0 } else { 0xa5 };
             assert!(page_is(p, i, want), "page {i}");
         }
         // SAFETY: the mapping is ours and nothing refers to it any more.

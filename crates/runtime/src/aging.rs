@@ -10,8 +10,10 @@
 //! The governor measures instead of guessing. Time is cut into epochs of
 //! at least one aging interval and [`MIN_EVICTIONS`] evictions; each epoch
 //! runs with aging on or off. For each mode it keeps a moving average of
-//! what it costs per page evicted: swap-ins plus write-protect faults,
-//! plus the passes' own work, each page they write-protect counted as
+//! what it costs per page evicted: swap-ins plus write-protect faults
+//! (all of them aging's: those that come in an epoch without passes, from
+//! pages armed before it, go to the last epoch with passes), plus the
+//! passes' own work, each page they write-protect counted as
 //! [`1 / PROTECTS_PER_FAULT`](PROTECTS_PER_FAULT) of a fault and each
 //! write-protect call (a TLB flush) as [`FAULTS_PER_PROTECT_CALL`]. It runs the
 //! cheaper mode, and tries the other one epoch in [`EXPLORE_EVERY`], so

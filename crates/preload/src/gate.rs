@@ -4,31 +4,17 @@
 //! made while the thread serves its own fault. Every hook asks here
 //! first: nothing here allocates or takes a lock.
 
-use std::cell::Cell;
-
-/// Whose thread this is, as far as the hooks know.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ThreadKind {
-    /// Not looked at yet.
-    Unknown,
-    /// One of the program's.
-    Program,
-    /// One of the runtime's (named `uzswap/*`).
-    Runtime,
-}
-
-thread_local! {
-    static THREAD_KIND: Cell<ThreadKind> = const { Cell::new(ThreadKind::Unknown) };
-}
-
 /// Marks this thread inside the runtime while alive: its nested calls pass
 /// through (see `runtime::reentry`).
 pub type Busy = runtime::reentry::Inside;
 
 /// Enters a hook that may use the runtime: `None` when the call must pass
-/// through (nested call, runtime thread).
+/// through (nested call, runtime thread, a thread serving its own fault).
 pub fn enter() -> Option<Busy> {
-    (!passes_through()).then(force_busy)
+    if runtime::in_thread::serving_here() {
+        return None;
+    }
+    runtime::reentry::enter_unless_inside(named_as_runtime)
 }
 
 /// Marks the thread busy whoever it is (for work on a region found in the
@@ -41,22 +27,18 @@ pub fn force_busy() -> Busy {
 /// a runtime thread, or a thread serving its own fault (checked first, and
 /// without thread-local storage: see `runtime::in_thread`).
 pub fn passes_through() -> bool {
-    runtime::in_thread::serving_here() || runtime::reentry::inside() || is_runtime_thread()
+    runtime::in_thread::serving_here() || runtime::reentry::inside_or_runtime(named_as_runtime)
 }
 
 pub(crate) fn is_runtime_thread() -> bool {
-    THREAD_KIND.with(|k| {
-        if k.get() == ThreadKind::Unknown {
-            let mut name = [0u8; 16];
-            // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
-            let r = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
-            let ours = r == 0 && name.starts_with(b"uzswap/");
-            k.set(if ours {
-                ThreadKind::Runtime
-            } else {
-                ThreadKind::Program
-            });
-        }
-        k.get() == ThreadKind::Runtime
-    })
+    runtime::reentry::runtime_thread(named_as_runtime)
+}
+
+/// Whether this thread's name says it is the runtime's (`uzswap/*`); asked
+/// once a thread.
+fn named_as_runtime() -> bool {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
+    let r = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    r == 0 && name.starts_with(b"uzswap/")
 }

@@ -22,12 +22,12 @@ server=$!
 i=0
 until cli PING >/dev/null 2>&1; do
     i=$((i + 1))
-    if [ "$i" -gt 600 ] || ! kill -0 "$server" 2>/dev/null; then
+    if [ "$i" -gt 6000 ] || ! kill -0 "$server" 2>/dev/null; then
         echo "redis-server did not start" >&2
         if [ -f "$dir/redis.log" ]; then tail -5 "$dir/redis.log" >&2; fi
         exit 1
     fi
-    sleep 0.1
+    sleep 0.01
 done
 cli --pipe <"$load" >pipe.log
 grep '^errors: ' pipe.log

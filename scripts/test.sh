@@ -10,6 +10,9 @@ echo "== cargo build (workspace, with the LD_PRELOAD library) =="
 cargo build --workspace --locked
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
+# The LD_PRELOAD library's own unit tests (its lib target is `test = false`:
+# a workspace run leaves it out).
+cargo test --locked -p uzswap-preload --lib
 
 # The release build (with its LD_PRELOAD library) for what follows.
 cargo build --release --workspace --locked

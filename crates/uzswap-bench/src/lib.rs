@@ -11,6 +11,7 @@
 pub mod compression;
 pub mod density;
 pub mod kernel;
+pub mod malloc;
 pub mod peer;
 pub mod plot;
 pub mod progress;

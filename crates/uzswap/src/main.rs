@@ -186,6 +186,11 @@ enum Bench {
     /// What the syscall guard costs a whole program: dd plain, with kernel
     /// faults handled, and with the guard (--user-mode-only), interleaved.
     Syscalls(SyscallsArgs),
+    /// What the allocation hooks cost: a loop of small frees and mallocs,
+    /// plain and under `uzswap run` (defaults, --no-small-objects,
+    /// --small-objects), with few and with many small blocks held,
+    /// interleaved.
+    Malloc(MallocArgs),
     /// Real programs (python, numpy, sort, xz, sqlite, redis) plain, under
     /// uzswap and under kernel zswap in a memcg of the same limit and
     /// compressor, interleaved (root).
@@ -218,6 +223,20 @@ struct SyscallsArgs {
     /// guard is the out-of-process one): bs=4k, this many blocks.
     #[arg(long)]
     with_static: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct MallocArgs {
+    /// MiB of 64-byte blocks held before the loop, one shape each (0: the
+    /// small-object heap waits; past 4: it has started).
+    #[arg(long, value_delimiter = ',', default_value = "0,16")]
+    held_mib: Vec<u64>,
+    /// `free` and `malloc` pairs of the loop.
+    #[arg(long, default_value_t = 20_000_000)]
+    pairs: u64,
+    /// Rounds of the four runs (medians are reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
 }
 
 #[derive(Args, Debug)]
@@ -437,6 +456,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(Bench::Store(a))) => bench_store(&a),
         Some(Command::Bench(Bench::Readahead(a))) => bench_readahead(&a),
         Some(Command::Bench(Bench::Syscalls(a))) => bench_syscalls(&a),
+        Some(Command::Bench(Bench::Malloc(a))) => bench_malloc(&a),
         Some(Command::Bench(Bench::Usemem(a))) => peer::usemem(&a),
         Some(Command::Bench(Bench::KernelPeer(a))) => peer::kernel_peer(&a),
         Some(Command::Bench(Bench::UsememThreads(a))) => bench_usemem_threads(&a),
@@ -672,6 +692,36 @@ fn bench_store(a: &StoreArgs) -> Result<(), BenchError> {
         "GB/s",
         &uzswap_bench::plot::charts::store(&rows),
     );
+    Ok(())
+}
+
+fn bench_malloc(a: &MallocArgs) -> Result<(), BenchError> {
+    use uzswap_bench::malloc::{self, MallocParams};
+    let work = std::env::temp_dir().join(format!("uzswap-bench-malloc-{}", std::process::id()));
+    let program = malloc::build(&work);
+    let params = program.map(|program| MallocParams {
+        held_mib: a.held_mib.clone(),
+        pairs: a.pairs.max(1),
+        reps: a.reps.max(1),
+        program,
+    });
+    let rows = params.and_then(|params| {
+        let progress = Progress::new(
+            "bench malloc",
+            (params.held_mib.len() * params.reps * malloc::Mode::ALL.len()) as u64,
+        );
+        let rows = malloc::run(&params, &progress)?;
+        progress.finish();
+        Ok(rows)
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    let rows = rows?;
+    println!(
+        "mallocloop: {} frees and mallocs of 16 to 215 bytes through a ring of 64, timed by the program; median of {} interleaved rounds",
+        a.pairs,
+        a.reps.max(1)
+    );
+    println!("{}", malloc::table(&rows));
     Ok(())
 }
 

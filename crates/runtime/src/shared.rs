@@ -33,7 +33,11 @@ struct Header {
     cold_age_ms: AtomicU64,
     /// Background CPU time of the processes whose slots were cleared, ns.
     retired_background_ns: AtomicU64,
-    _reserved: [AtomicU64; 4],
+    /// One past the highest slot ever claimed: sums stop there. Charges
+    /// are summed at every fault over the limit, and most runs hold a few
+    /// processes of the [`SLOTS`].
+    slot_bound: AtomicU64,
+    _reserved: [AtomicU64; 3],
 }
 
 #[repr(C)]
@@ -133,7 +137,7 @@ impl Mapping {
     }
 
     fn live_slots(&self) -> impl Iterator<Item = &Slot> {
-        (0..SLOTS)
+        (0..self.bound())
             .map(|i| self.slot(i))
             .filter(|s| s.pid.load(Ordering::Relaxed) != 0)
     }
@@ -173,8 +177,13 @@ impl Mapping {
 
     /// Clears the slots of processes that died without clearing them
     /// (except slot `keep`).
+    /// Slots that may be live: those below the highest ever claimed.
+    fn bound(&self) -> usize {
+        (self.header().slot_bound.load(Ordering::Acquire) as usize).min(SLOTS)
+    }
+
     fn sweep(&self, keep: usize) {
-        for i in (0..SLOTS).filter(|&i| i != keep) {
+        for i in (0..self.bound()).filter(|&i| i != keep) {
             let slot = self.slot(i);
             let owner = slot.pid.load(Ordering::Acquire);
             if owner != 0 && !alive(owner) {
@@ -239,6 +248,11 @@ impl SharedLimit {
                 slot.swapped.store(0, Ordering::Release);
                 slot.on_file.store(0, Ordering::Release);
                 slot.background_ns.store(0, Ordering::Release);
+                shared
+                    .map
+                    .header()
+                    .slot_bound
+                    .fetch_max(i as u64 + 1, Ordering::AcqRel);
                 shared.mine = i;
                 VIEWS_IN_THIS_IMAGE.fetch_add(1, Ordering::AcqRel);
                 return Ok(shared);
@@ -400,6 +414,45 @@ mod tests {
     /// The tests count views of this image: one at a time.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// Slot `i`, as a process that claimed it and died would have left it
+    /// (no such pid).
+    fn claimed_by_the_dead(view: &SharedLimit, i: usize) -> &Slot {
+        let slot = view.slot(i);
+        slot.pid.store(u32::MAX - 1, Ordering::Relaxed);
+        view.map
+            .header()
+            .slot_bound
+            .fetch_max(i as u64 + 1, Ordering::AcqRel);
+        slot
+    }
+
+    #[test]
+    fn sums_stop_past_the_highest_slot_ever_claimed() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let path = std::env::temp_dir().join(format!("uzswap-bound-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let a = SharedLimit::open(&path).unwrap();
+        let b = SharedLimit::open(&path).unwrap();
+        assert_eq!(a.map.bound(), 2);
+        a.publish(10);
+        b.publish(5);
+        // Past the bound nothing is read: no process ever claimed slot 40,
+        // whatever it holds.
+        b.slot(40).pid.store(std::process::id(), Ordering::Relaxed);
+        b.slot(40).resident.store(1_000_000, Ordering::Relaxed);
+        assert_eq!(a.total(), 15);
+        // A slot given up keeps the bound; the next claim takes it again.
+        let b_slot = b.mine;
+        drop(b);
+        let c = SharedLimit::open(&path).unwrap();
+        assert_eq!(c.mine, b_slot);
+        assert_eq!(c.map.bound(), 2);
+        c.publish(7);
+        assert_eq!(a.total(), 17);
+        drop((a, c));
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[test]
     fn processes_add_up_and_dead_ones_are_swept() {
         let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -416,8 +469,7 @@ mod tests {
         b.leave();
         assert_eq!(a.total(), 100);
         // A slot of a dead process: found and cleared.
-        let dead = b.slot(7);
-        dead.pid.store(u32::MAX - 1, Ordering::Relaxed); // no such pid
+        let dead = claimed_by_the_dead(&b, 7);
         dead.resident.store(1000, Ordering::Relaxed);
         assert_eq!(a.total(), 1100);
         a.sweep();
@@ -465,8 +517,7 @@ mod tests {
         assert_eq!(control.stall_ns(), 2_000);
         assert_eq!(control.background_ns(), 100);
         // So does one that died without leaving.
-        let dead = a.slot(9);
-        dead.pid.store(u32::MAX - 1, Ordering::Relaxed); // no such pid
+        let dead = claimed_by_the_dead(&a, 9);
         dead.stall_ns.store(300, Ordering::Relaxed);
         assert_eq!(control.stall_ns(), 2_300);
         assert_eq!(control.stall_ns(), 2_300);

@@ -28,10 +28,10 @@
 //!   (usable sizes, [`note_next_alloc`] and [`note_next_free`]), one block
 //!   in [`SAMPLE`] chosen by its address and counted [`SAMPLE`] times (a
 //!   call outside the sample costs a multiplication), in a per-thread
-//!   count added to the total every [`FLUSH_BYTES`]. Once on, the heap stays on and the counting stops.
-//!   So a program with few small objects runs as without uzswap, and one
-//!   made of them is bounded by the limit
-//!   plus the threshold (plus at most [`FLUSH_BYTES`] a thread).
+//!   count added to the total every [`FLUSH_BYTES`]. Once on, the heap
+//!   stays on and the counting stops. So a program with few small objects
+//!   runs as without uzswap, and one made of them is bounded by the limit
+//!   plus about the threshold (plus at most [`FLUSH_BYTES`] a thread).
 //!
 //! ## Invariants
 //!

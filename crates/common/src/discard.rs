@@ -41,11 +41,11 @@ fn check(r: libc::c_long) -> io::Result<usize> {
 /// read back as zeros afterwards, so nothing may still need them.
 unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
     if !SELF_REFUSED.load(Ordering::Relaxed) {
+        // Refused (EBADF before 6.15, or whatever a policy answers):
+        // nothing was discarded, and the pidfd of the process is tried.
         // SAFETY: the caller's guarantee.
         match unsafe { discard_ranges_of(PIDFD_SELF_THREAD_GROUP, ranges) } {
-            Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
-                SELF_REFUSED.store(true, Ordering::Relaxed)
-            }
+            Err(_) => SELF_REFUSED.store(true, Ordering::Relaxed),
             done => return done,
         }
     }
@@ -64,8 +64,8 @@ unsafe fn discard_ranges(ranges: &[(usize, usize)]) -> io::Result<usize> {
 /// child it names the child.
 const PIDFD_SELF_THREAD_GROUP: i32 = -10001;
 
-/// The kernel does not know [`PIDFD_SELF_THREAD_GROUP`] (before 6.15): a
-/// pidfd is opened per call.
+/// The kernel refused [`PIDFD_SELF_THREAD_GROUP`] once (it does not know it
+/// before 6.15): a pidfd is opened per call from then on.
 static SELF_REFUSED: AtomicBool = AtomicBool::new(false);
 
 /// [`discard_ranges`] through the pidfd `fd`.

@@ -71,6 +71,11 @@ common::counters! {
     /// last aging pass left on them (checked in the page tables): no
     /// write-protect call, so no TLB-flush interrupt, of their own.
     evicted_armed: u64,
+    /// Pages eviction took with no write-protection at all (a run the
+    /// store then refuses goes back resident): by the program's only
+    /// thread, in its own fault handler, where no writer can run between
+    /// the copy and the unmap (`sole.rs`).
+    evicted_sole_writer: u64,
     /// Runs of neighbouring pages those evictions took: one write-protect
     /// call (or check) each, so `evicted_pages / evict_runs` is how
     /// scattered the victims are.
@@ -150,6 +155,7 @@ impl Counters {
             Event::KeptClean => &self.kept_clean,
             Event::EvictedClean => &self.evicted_clean,
             Event::EvictedArmed => &self.evicted_armed,
+            Event::EvictedSoleWriter => &self.evicted_sole_writer,
             Event::EvictRuns => &self.evict_runs,
             Event::EvictProtectCalls => &self.evict_protect_calls,
             Event::CleanWritten => &self.clean_written,

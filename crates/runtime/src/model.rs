@@ -512,6 +512,11 @@ pub(crate) struct Scenario {
     /// pass ends, so pages queued before the first pass ended are old
     /// enough and those faulted in since are not.
     pub cold_second_pass: bool,
+    /// The evictor is the program's only thread, evicting in its own fault
+    /// handler ([`Evict::sole_writer`]): while its batch is in flight no
+    /// program thread or system call of theirs moves (unless the flaw
+    /// [`Flaw::SoleWriterBesideAnother`] lets them).
+    pub sole_writer: bool,
     pub aging_passes: u8,
     pub store_refusals: u8,
     /// The store's pages are in the swap file: read faults keep their
@@ -778,7 +783,22 @@ impl World {
         }
     }
 
+    /// A sole-writer eviction is in flight: the program's thread is the
+    /// one evicting, so none of the program's threads and system calls
+    /// moves until it ends.
+    fn program_held(&self, sc: &Scenario) -> bool {
+        sc.sole_writer
+            && sc.tun.flaw != Some(crate::protocol::Flaw::SoleWriterBesideAnother)
+            && self
+                .actors
+                .iter()
+                .any(|a| matches!(a, Actor::Evictor { op: Some(_), .. }))
+    }
+
     fn step_actor(&mut self, actor: &mut Actor, sc: &Scenario, refuse: bool) -> Outcome {
+        if matches!(actor, Actor::Program { .. } | Actor::Syscall { .. }) && self.program_held(sc) {
+            return Outcome::Moved(false);
+        }
         macro_rules! tri {
             ($e:expr) => {
                 match $e {
@@ -1000,10 +1020,15 @@ impl World {
                     Some(o) => o,
                     None if *cycles > 0 => {
                         *cycles -= 1;
-                        if *cold_second && self.st.clock == 1 {
+                        let op = if *cold_second && self.st.clock == 1 {
                             Evict::cold(*want, 1)
                         } else {
                             Evict::new(*want)
+                        };
+                        if sc.sole_writer {
+                            op.sole_writer()
+                        } else {
+                            op
                         }
                     }
                     None => return Outcome::Moved(false),
@@ -1299,6 +1324,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: false,
@@ -1320,6 +1346,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: false,
@@ -1341,6 +1368,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 2,
             store_refusals: 1,
             on_disk: false,
@@ -1363,6 +1391,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 1,
             store_refusals: 1,
             on_disk: false,
@@ -1385,6 +1414,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 2,
             store_refusals: 0,
             on_disk: false,
@@ -1406,6 +1436,7 @@ mod tests {
             evict_cycles: 1,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1428,6 +1459,7 @@ mod tests {
             evict_cycles: 0,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1454,6 +1486,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: true,
@@ -1475,6 +1508,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: true,
@@ -1527,6 +1561,7 @@ mod tests {
             evict_cycles: 1,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1553,6 +1588,7 @@ mod tests {
             evict_cycles: 2,
             evict_want: 2,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 1,
             store_refusals: 0,
             on_disk: true,
@@ -1574,6 +1610,7 @@ mod tests {
             evict_cycles: 1,
             evict_want: 1,
             cold_second_pass: false,
+            sole_writer: false,
             aging_passes: 0,
             store_refusals: 0,
             on_disk: false,
@@ -1860,6 +1897,50 @@ mod tests {
             passes(&format!("cold second pass: {name}"), sc.clone());
             passes(
                 &format!("in thread, cold second pass: {name}"),
+                in_thread(sc),
+            );
+        }
+    }
+
+    #[test]
+    fn eviction_by_the_programs_only_thread_needs_no_protection() {
+        // The evictor is the program's thread, in its fault handler: no
+        // program access or system call moves while its batch is in
+        // flight, and no run is write-protected.
+        for (name, sc) in [
+            ("swap-in", swap_in(None)),
+            ("write tracking", tracking(None)),
+            ("batched eviction", batch(None)),
+            ("clean pages", clean(None)),
+            ("a system call's page", syscall(Some((3, false)), None)),
+        ] {
+            let sc = Scenario {
+                sole_writer: true,
+                ..sc
+            };
+            passes(&format!("sole writer, in thread: {name}"), in_thread(sc));
+        }
+    }
+
+    #[test]
+    fn eviction_without_protection_beside_another_thread_loses_a_write() {
+        // What the runtime's check of the process's threads is for.
+        for (name, sc) in [
+            (
+                "batched eviction",
+                batch(Some(Flaw::SoleWriterBesideAnother)),
+            ),
+            (
+                "write tracking",
+                tracking(Some(Flaw::SoleWriterBesideAnother)),
+            ),
+        ] {
+            let sc = Scenario {
+                sole_writer: true,
+                ..sc
+            };
+            loses_a_write(
+                &format!("sole writer beside another: {name}"),
                 in_thread(sc),
             );
         }

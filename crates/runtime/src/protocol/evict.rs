@@ -9,6 +9,11 @@ use super::{
 };
 use std::collections::BTreeMap;
 
+/// Pages in a span `[start, end)`.
+fn span_pages(span: (usize, usize)) -> usize {
+    (span.1 - span.0) / PAGE
+}
+
 /// A run of neighbouring pages of one region, evicted as one folio.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct Run {
@@ -67,6 +72,12 @@ pub struct Evict {
     /// go straight to their store.
     protected: Option<(usize, usize)>,
     done: usize,
+    /// No thread but the evicting one can write the victims: it is the
+    /// program's only thread, evicting in its own fault handler (direct
+    /// reclaim). No write can land between a run's copy and its unmap, so
+    /// runs are not write-protected: no call, and no TLB flush by
+    /// interrupt of the CPU the reclaim thread runs on.
+    sole_writer: bool,
     pc: EvictPc,
 }
 
@@ -110,8 +121,16 @@ impl Evict {
             kept: BTreeMap::new(),
             protected: None,
             done: 0,
+            sole_writer: false,
             pc: EvictPc::Pick,
         }
+    }
+
+    /// The evicting thread is the program's only one, in its own fault
+    /// handler (the caller's check): no write-protection.
+    pub fn sole_writer(mut self) -> Self {
+        self.sole_writer = true;
+        self
     }
 
     /// Evicts up to `want` of the oldest resident pages among those queued
@@ -216,7 +235,9 @@ impl Evict {
                 self.pc = EvictPc::Store;
                 Ok(Step::Next)
             }
-            EvictPc::Protect if self.run().armed => self.check_armed(cx),
+            // With no other writer, an armed run needs its protection no
+            // more than any other: neither checked nor made.
+            EvictPc::Protect if self.run().armed && !self.sole_writer => self.check_armed(cx),
             EvictPc::Protect => self.protect(cx),
             EvictPc::Unkeep => self.unkeep(cx),
             EvictPc::Store if self.run().clean => self.keep_clean(cx),
@@ -312,6 +333,13 @@ impl Evict {
         } else {
             span.1 - span.0
         };
+        if self.sole_writer {
+            // Nobody else can write: the span counts as protected.
+            cx.env.count(Event::EvictedSoleWriter, span_pages(span));
+            self.protected = Some(span);
+            self.pc = EvictPc::Store;
+            return Ok(Step::Next);
+        }
         cx.env.count(Event::EvictProtectCalls, 1);
         self.pc = match cx.env.protect(span.0, len) {
             Ok(()) => {

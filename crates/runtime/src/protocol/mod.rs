@@ -36,6 +36,8 @@
 //!   (`shared`: not charged, not on the LRU, write-protected until written).
 //! * `Evicting`: write-protected, being copied into the store, then
 //!   unmapped. Writers wait in a write-protect fault; readers proceed.
+//!   Eviction by the program's only thread, in its own fault handler
+//!   ([`Evict::sole_writer`]), protects nothing: no writer can run.
 //!   A reclaim batch stores its runs one by one and unmaps them in groups
 //!   of at least `unmap_group_pages` pages, one `process_madvise` (one TLB
 //!   flush) per group; a group's pages stay `Evicting` until the whole
@@ -67,7 +69,8 @@
 //! 1. **No lost write.** The bytes a program wrote are the bytes it reads
 //!    back: a page is unmapped only after its copy is stored, and no write
 //!    can land between the copy and the unmap (the page is write-protected
-//!    from before the copy until after the unmap).
+//!    from before the copy until after the unmap, or the evictor is the
+//!    program's only thread, in its fault handler).
 //! 2. **No wrong read.** A read sees zeros only for a page never written,
 //!    or discarded since its last write; otherwise the last value written.
 //! 3. **Resident means mapped, swapped means unmapped.** A `Resident` or
@@ -531,6 +534,9 @@ pub enum Event {
     /// Pages evicted under the protection aging left on them: no
     /// write-protect call (no TLB flush) of the eviction's own.
     EvictedArmed,
+    /// Pages evicted with no protection: the evictor is the program's
+    /// only thread, in its own fault handler ([`Evict::sole_writer`]).
+    EvictedSoleWriter,
     /// Write-protect calls eviction made for runs not armed.
     EvictProtectCalls,
     /// `Clean` pages written (a write-protect fault each; not write
@@ -785,6 +791,10 @@ pub enum Flaw {
     /// The program's discard does not wait for the operations in flight
     /// on its pages.
     DiscardIgnoresInFlight,
+    /// Eviction without protection ([`Evict::sole_writer`]) while another
+    /// thread of the program runs: what the runtime's check of the
+    /// process's threads rules out.
+    SoleWriterBesideAnother,
 }
 
 impl Tunables {

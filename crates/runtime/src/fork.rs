@@ -333,6 +333,8 @@ impl Pager {
         }
         self.env.counters.reset();
         self.forget_runtime_threads();
+        self.owner_pid
+            .store(std::process::id(), std::sync::atomic::Ordering::Release);
         self.stop.store(false, std::sync::atomic::Ordering::Release);
         self.reclaim_stalled
             .store(false, std::sync::atomic::Ordering::Release);

@@ -144,6 +144,7 @@ mod region;
 pub mod reservation;
 mod runtime;
 mod shared;
+mod sole;
 mod split;
 pub mod store_side;
 mod swapin;

@@ -46,6 +46,9 @@ pub(crate) struct Pager {
     /// nothing is evictable): throttled faults must not wait for it.
     pub reclaim_stalled: AtomicBool,
     pub runtime_tids: [AtomicI32; MAX_RUNTIME_THREADS],
+    /// The process this runtime belongs to (set again in a forked child):
+    /// a `vfork` child runs on it too, sharing its memory.
+    pub owner_pid: std::sync::atomic::AtomicU32,
     /// Aging passes, at most every `cfg.aging_interval`, and shared-limit
     /// sweeps, at most every 100 ms (atomics: nothing a fork could copy
     /// locked).

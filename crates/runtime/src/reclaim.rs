@@ -356,11 +356,18 @@ impl Pager {
         if !self.direct_now.load(Ordering::Relaxed) || self.charged() <= self.limit() {
             return;
         }
+        // The program's only thread, evicting here, needs no protection
+        // from writers (`sole.rs`).
+        let sole = crate::sole::only_writer(
+            self.owner_pid.load(Ordering::Acquire),
+            crate::sys::cached_tid(),
+        );
         // Down to the low watermark, as the reclaim thread would go: the
         // faults that follow then find the charge under the limit.
         self.as_runtime_thread(|| {
             while self.charged() > self.low_watermark() {
-                let mut op = Evict::new(self.cfg.reclaim_batch);
+                let op = Evict::new(self.cfg.reclaim_batch);
+                let mut op = if sole { op.sole_writer() } else { op };
                 if self.drive(|cx| op.step(cx)) == 0 {
                     // Nothing this thread could evict: the reclaim thread's
                     // turn (it writes the pool back).

@@ -83,6 +83,7 @@ impl Runtime {
             stop: AtomicBool::new(false),
             reclaim_stalled: AtomicBool::new(false),
             runtime_tids: Default::default(),
+            owner_pid: std::sync::atomic::AtomicU32::new(std::process::id()),
             aging,
             calls_at_last_pass: AtomicU64::new(0),
             aging_on: AtomicBool::new(false),

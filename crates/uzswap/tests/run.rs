@@ -133,7 +133,8 @@ fn every_fault_service_reads_back_every_byte() {
 /// random pages from one thread has its scattered victims evicted in its
 /// faulting thread (`direct_reclaim` at the end of the run), unless
 /// `--background-reclaim` keeps eviction in the reclaim thread; every byte
-/// reads back either way.
+/// reads back either way. Evicting in the program's only thread, it
+/// write-protects nothing (`evicted_sole_writer`).
 #[test]
 fn scattered_victims_of_one_thread_are_evicted_in_the_faulting_thread() {
     let bin = compile_c("errnocheck", &tempdir("site"));
@@ -143,6 +144,11 @@ fn scattered_victims_of_one_thread_are_evicted_in_the_faulting_thread() {
         let (out, f) = run(&args, &[bin.to_str().unwrap(), "16", "1", "60000"], "site");
         assert_paged(&out, &f, "errnocheck: ok", 2048);
         assert_eq!(f.total.runtime.direct_reclaim, direct, "{mode:?} {f:?}");
+        assert_eq!(
+            f.total.runtime.evicted_sole_writer > 0,
+            direct,
+            "{mode:?} {f:?}"
+        );
     }
 }
 
@@ -160,6 +166,8 @@ fn a_fault_leaves_errno_as_it_was() {
         args.extend_from_slice(mode);
         let (out, f) = run(&args, &[bin.to_str().unwrap(), "16", "4", "60000"], "errno");
         assert_paged(&out, &f, "errnocheck: ok", 2048);
+        // Four threads: eviction in a faulting thread still protects.
+        assert_eq!(f.total.runtime.evicted_sole_writer, 0, "{mode:?} {f:?}");
     }
 }
 

@@ -3,7 +3,10 @@
  * access between setting errno to a sentinel and checking it. Under a
  * limit far below the memory, most accesses fault; a fault served by a
  * signal handler that does not put errno back shows as a changed errno
- * (sort once took such an EAGAIN for a failed strcoll).
+ * (sort once took such an EAGAIN for a failed strcoll). Each access also
+ * bumps a counter byte of its page and checks the one it wrote last: a
+ * lost write shows. With THREADS 1 the main thread does the work: the
+ * process has one thread.
  * Usage: errnocheck MIB THREADS ACCESSES */
 #include <errno.h>
 #include <pthread.h>
@@ -19,7 +22,8 @@ static void *worker(void *arg)
 {
     uintptr_t id = (uintptr_t)arg;
     unsigned char *p = malloc(bytes);
-    if (!p)
+    unsigned char *last = calloc(bytes / 4096, 1);
+    if (!p || !last)
         return (void *)1;
     for (size_t i = 0; i < bytes; i += 4096)
         memset(p + i, (int)(i / 4096 + id), 4096);
@@ -32,7 +36,8 @@ static void *worker(void *arg)
         int sentinel = 1000 + (int)(i % 1000);
         errno = sentinel;
         unsigned char v = p[page * 4096 + 17];
-        p[page * 4096 + 9] = v;
+        unsigned char count = p[page * 4096 + 9];
+        p[page * 4096 + 9] = (unsigned char)(count + 1);
         if (errno != sentinel) {
             printf("errnocheck: thread %lu access %ld: errno %d, want %d\n", (unsigned long)id, i,
                    errno, sentinel);
@@ -42,7 +47,16 @@ static void *worker(void *arg)
             printf("errnocheck: thread %lu page %zu holds %u\n", (unsigned long)id, page, v);
             return (void *)1;
         }
+        /* The fill set byte 9 to the page's value; each access adds one. */
+        unsigned char want = (unsigned char)(page + id + last[page]);
+        if (count != want) {
+            printf("errnocheck: thread %lu page %zu count %u, want %u (a lost write)\n",
+                   (unsigned long)id, page, count, want);
+            return (void *)1;
+        }
+        last[page]++;
     }
+    free(last);
     free(p);
     return NULL;
 }
@@ -59,6 +73,12 @@ int main(int argc, char **argv)
     pthread_t t[64];
     if (threads < 1 || threads > 64)
         return 2;
+    if (threads == 1) {
+        if (worker(0) != NULL)
+            return 1;
+        printf("errnocheck: ok\n");
+        return 0;
+    }
     for (int i = 0; i < threads; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
     int bad = 0;

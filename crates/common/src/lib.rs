@@ -30,6 +30,7 @@
 pub mod bump;
 pub mod counters;
 pub mod discard;
+pub mod kcmp;
 pub mod meminfo;
 pub mod name_value;
 pub mod proc_stat;

@@ -128,13 +128,10 @@ pub fn owns_runtime() -> bool {
 /// `vfork` (or `posix_spawn`) child. Asks the kernel (`kcmp(KCMP_VM)`); a
 /// kernel without `kcmp` answers no, and the child pins nothing.
 pub fn shares_runtime() -> bool {
-    const KCMP_VM: libc::c_long = 1;
-    let owner = OWNER_PID.load(Ordering::Relaxed);
-    // SAFETY: getpid and kcmp take plain integers.
-    unsafe {
-        let me = libc::getpid();
-        me != owner as libc::pid_t && libc::syscall(libc::SYS_kcmp, me, owner, KCMP_VM, 0, 0) == 0
-    }
+    let owner = OWNER_PID.load(Ordering::Relaxed) as libc::pid_t;
+    // SAFETY: getpid has no arguments and cannot fail.
+    let me = unsafe { libc::getpid() };
+    me != owner && common::kcmp::same_memory(me, owner) == Some(true)
 }
 
 /// The runtime if it has started (never starts it).

@@ -25,9 +25,6 @@
 
 use std::ffi::CStr;
 
-/// `kcmp` type: the two processes share their memory.
-const KCMP_VM: libc::c_long = 1;
-
 /// Whether the calling thread (`me`) is the only one that can write the
 /// memory of the process `owner` (the runtime's).
 pub(crate) fn only_writer(owner: u32, me: i32) -> bool {
@@ -69,12 +66,10 @@ fn no_child_shares_memory(pid: libc::pid_t, tid: u64) -> bool {
         .split(|&b| b == b' ' || b == b'\n')
         .filter(|w| !w.is_empty())
         .all(|w| {
-            let Some(child) = parse(w) else {
-                return false;
-            };
-            // SAFETY: kcmp takes plain integers.
-            let same = unsafe { libc::syscall(libc::SYS_kcmp, pid, child, KCMP_VM, 0, 0) };
-            same > 0
+            // Where kcmp cannot tell, the child may share it: no.
+            parse(w).is_some_and(|child| {
+                common::kcmp::same_memory(pid, child as libc::pid_t) == Some(false)
+            })
         })
 }
 

@@ -766,10 +766,7 @@ fn mapping_at(pid: i32, addr: usize) -> Option<(Span, bool)> {
 /// `vfork` child before its `execve`); where `kcmp(2)` cannot tell, it is
 /// taken to (pinning a page for nothing is safe).
 fn shares_memory(pid: i32, tid: i32) -> bool {
-    const KCMP_VM: libc::c_long = 1;
-    // SAFETY: kcmp with integers.
-    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, tid, KCMP_VM, 0, 0) };
-    r <= 0
+    common::kcmp::same_memory(pid, tid).unwrap_or(true)
 }
 
 fn thread_alive(tid: i32) -> bool {

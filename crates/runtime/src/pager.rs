@@ -75,6 +75,9 @@ pub(crate) struct Pager {
     /// Faults over the limit evict in their own thread now (set by the
     /// reclaim thread from `direct.rs`'s policy, or `--direct-reclaim`).
     pub direct_now: AtomicBool,
+    /// When direct reclaim asks whether its thread writes alone
+    /// (`sole.rs`).
+    pub sole_probe: crate::sole::SoleProbe,
 }
 
 impl Pager {

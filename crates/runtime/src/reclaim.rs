@@ -357,18 +357,23 @@ impl Pager {
             return;
         }
         // The program's only thread, evicting here, needs no protection
-        // from writers (`sole.rs`).
-        let sole = crate::sole::only_writer(
-            self.owner_pid.load(Ordering::Acquire),
-            crate::sys::cached_tid(),
-        );
+        // from writers (`sole.rs`), where the check is worth its calls.
+        let now_ms = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let sole = self.sole_probe.due(now_ms)
+            && crate::sole::only_writer(
+                self.owner_pid.load(Ordering::Acquire),
+                crate::sys::cached_tid(),
+            );
         // Down to the low watermark, as the reclaim thread would go: the
         // faults that follow then find the charge under the limit.
+        let mut evicted = 0;
         self.as_runtime_thread(|| {
             while self.charged() > self.low_watermark() {
                 let op = Evict::new(self.cfg.reclaim_batch);
                 let mut op = if sole { op.sole_writer() } else { op };
-                if self.drive(|cx| op.step(cx)) == 0 {
+                let n = self.drive(|cx| op.step(cx));
+                evicted += n;
+                if n == 0 {
                     // Nothing this thread could evict: the reclaim thread's
                     // turn (it writes the pool back).
                     self.env.live().reclaim_wake.kick();
@@ -376,6 +381,7 @@ impl Pager {
                 }
             }
         });
+        self.sole_probe.after(now_ms, sole, evicted);
         if self.pool_over_share() {
             // Writeback is file I/O: the reclaim thread's.
             self.env.live().reclaim_wake.kick();

@@ -97,6 +97,7 @@ impl Runtime {
             born: std::time::Instant::now(),
             last_fault_tid: AtomicI32::new(0),
             direct_now: AtomicBool::new(cfg_direct),
+            sole_probe: crate::sole::SoleProbe::default(),
         });
         let rt = Runtime { inner };
         if mode == FaultMode::InThread {

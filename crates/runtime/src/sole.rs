@@ -22,8 +22,53 @@
 //! child is made by a running thread of the program, and the only one is
 //! the caller, busy evicting. Anything unreadable answers no. No
 //! allocation: this runs in a signal handler.
+//!
+//! The check is a dozen `/proc` calls (20–50 µs with a few threads), worth
+//! it only where it saves protect calls on many victims. [`SoleProbe`]
+//! asks it again at once only after a yes that let a call evict many
+//! pages; after a no, or a yes that evicted little (a process whose
+//! charge is mostly another's, as a forked child under a shared limit:
+//! its few pages go at every fault), it answers no without asking for a
+//! while. A no is always safe: the eviction protects, as any other.
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Pages a direct reclaim must evict on a yes for the check to be asked
+/// again at the next call: a protect call saved per scattered victim
+/// (2–3 µs) against the check's cost.
+pub(crate) const WORTH_PAGES: usize = 64;
+
+/// How long the check is not asked after a no, or after a yes that
+/// evicted fewer than [`WORTH_PAGES`].
+pub(crate) const BACKOFF_MS: u64 = 20;
+
+/// When [`only_writer`] is worth asking (lock-free: direct reclaim runs in
+/// the fault handlers of any thread; a race costs one check more or less).
+#[derive(Debug, Default)]
+pub(crate) struct SoleProbe {
+    /// Milliseconds of the caller's clock before which the check is not
+    /// asked.
+    not_before_ms: AtomicU64,
+}
+
+impl SoleProbe {
+    /// Whether to ask the check at `now_ms`.
+    pub(crate) fn due(&self, now_ms: u64) -> bool {
+        now_ms >= self.not_before_ms.load(Ordering::Relaxed)
+    }
+
+    /// After a direct reclaim at `now_ms` that used the answer `sole` and
+    /// evicted `evicted` pages.
+    pub(crate) fn after(&self, now_ms: u64, sole: bool, evicted: usize) {
+        let next = if sole && evicted >= WORTH_PAGES {
+            0
+        } else {
+            now_ms.saturating_add(BACKOFF_MS)
+        };
+        self.not_before_ms.store(next, Ordering::Relaxed);
+    }
+}
 
 /// Whether the calling thread (`me`) is the only one that can write the
 /// memory of the process `owner` (the runtime's).
@@ -176,6 +221,20 @@ fn parse(digits: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_asks_again_at_once_only_after_a_yes_that_evicted_many() {
+        let p = SoleProbe::default();
+        assert!(p.due(0));
+        p.after(100, true, WORTH_PAGES);
+        assert!(p.due(100), "a yes that paid: asked at the next call");
+        p.after(100, true, WORTH_PAGES - 1);
+        assert!(!p.due(100 + BACKOFF_MS - 1), "a yes that evicted little");
+        assert!(p.due(100 + BACKOFF_MS));
+        p.after(200, false, 10_000);
+        assert!(!p.due(200 + BACKOFF_MS - 1), "a no");
+        assert!(p.due(200 + BACKOFF_MS));
+    }
 
     #[test]
     fn numbers_and_paths() {

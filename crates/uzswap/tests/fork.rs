@@ -167,9 +167,11 @@ fn python_multiprocessing_fork_workers_read_the_parents_array() {
 fn forking_200_times_from_4_threads_mid_eviction_never_hangs() {
     let dir = tempdir("storm");
     let bin = compile_c("forkstorm", &dir);
+    // Four buffers of 4 MiB under 8M: twice the limit, so evictions are
+    // in flight at every fork.
     let (out, f) = run(
-        &["--limit", "16M"],
-        &[bin.to_str().unwrap(), "200", "4", "8"],
+        &["--limit", "8M"],
+        &[bin.to_str().unwrap(), "200", "4", "4"],
         Duration::from_secs(400),
     );
     assert_ok(&out, "forkstorm: ok");

@@ -76,6 +76,10 @@ common::counters! {
     /// thread, in its own fault handler, where no writer can run between
     /// the copy and the unmap (`sole.rs`).
     evicted_sole_writer: u64,
+    /// Times direct reclaim asked whether its thread is the program's
+    /// only one (`sole.rs`: a dozen `/proc` reads each). Asked again at
+    /// once only after a yes that evicted many pages, else after 20 ms.
+    sole_writer_checks: u64,
     /// Runs of neighbouring pages those evictions took: one write-protect
     /// call (or check) each, so `evicted_pages / evict_runs` is how
     /// scattered the victims are.

@@ -359,11 +359,16 @@ impl Pager {
         // The program's only thread, evicting here, needs no protection
         // from writers (`sole.rs`), where the check is worth its calls.
         let now_ms = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let sole = self.sole_probe.due(now_ms)
-            && crate::sole::only_writer(
+        let sole = self.sole_probe.due(now_ms) && {
+            self.env
+                .counters
+                .sole_writer_checks
+                .fetch_add(1, Ordering::Relaxed);
+            crate::sole::only_writer(
                 self.owner_pid.load(Ordering::Acquire),
                 crate::sys::cached_tid(),
-            );
+            )
+        };
         // Down to the low watermark, as the reclaim thread would go: the
         // faults that follow then find the charge under the limit.
         let mut evicted = 0;

@@ -157,7 +157,9 @@ fn scattered_victims_of_one_thread_are_evicted_in_the_faulting_thread() {
 /// eight times the limit. Served in-thread, a fault runs in a signal handler whose
 /// system calls (futex waits, `UFFDIO_COPY` retries) set errno; without
 /// putting it back, this failed within a few hundred accesses per thread
-/// (and `sort` took an EAGAIN for a failed `strcoll`).
+/// (and `sort` took an EAGAIN for a failed `strcoll`). Four threads never
+/// evict without protection, and their direct reclaims ask whether they
+/// could at most once per thread every 20 ms (`sole.rs`).
 #[test]
 fn a_fault_leaves_errno_as_it_was() {
     let bin = compile_c("errnocheck", &tempdir("errno"));
@@ -168,6 +170,16 @@ fn a_fault_leaves_errno_as_it_was() {
         assert_paged(&out, &f, "errnocheck: ok", 2048);
         // Four threads: eviction in a faulting thread still protects.
         assert_eq!(f.total.runtime.evicted_sole_writer, 0, "{mode:?} {f:?}");
+        // After a no, the check waits 20 ms: each thread asks at most
+        // once a window (they may race past the same one), however many
+        // direct reclaims the faults make.
+        let checks = f.total.runtime.sole_writer_checks;
+        let windows = f.run.elapsed_us / 20_000 + 2;
+        assert!(
+            checks <= 4 * windows,
+            "{checks} checks in {} ms: {mode:?} {f:?}",
+            f.run.elapsed_us / 1000
+        );
     }
 }
 

@@ -359,7 +359,7 @@ impl Pager {
         // The program's only thread, evicting here, needs no protection
         // from writers (`sole.rs`), where the check is worth its calls.
         let now_ms = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let sole = self.sole_probe.due(now_ms) && {
+        let asked = self.sole_probe.ask(now_ms, || {
             self.env
                 .counters
                 .sole_writer_checks
@@ -368,7 +368,8 @@ impl Pager {
                 self.owner_pid.load(Ordering::Acquire),
                 crate::sys::cached_tid(),
             )
-        };
+        });
+        let sole = asked == Some(true);
         // Down to the low watermark, as the reclaim thread would go: the
         // faults that follow then find the charge under the limit.
         let mut evicted = 0;
@@ -386,7 +387,7 @@ impl Pager {
                 }
             }
         });
-        self.sole_probe.after(now_ms, sole, evicted);
+        self.sole_probe.after(now_ms, asked, evicted);
         if self.pool_over_share() {
             // Writeback is file I/O: the reclaim thread's.
             self.env.live().reclaim_wake.kick();

@@ -53,14 +53,20 @@ pub(crate) struct SoleProbe {
 }
 
 impl SoleProbe {
-    /// Whether to ask the check at `now_ms`.
-    pub(crate) fn due(&self, now_ms: u64) -> bool {
-        now_ms >= self.not_before_ms.load(Ordering::Relaxed)
+    /// Asks `check` where it is due at `now_ms`: its answer, or `None`
+    /// where it was not asked (the caller takes no).
+    pub(crate) fn ask(&self, now_ms: u64, check: impl FnOnce() -> bool) -> Option<bool> {
+        (now_ms >= self.not_before_ms.load(Ordering::Relaxed)).then(check)
     }
 
-    /// After a direct reclaim at `now_ms` that used the answer `sole` and
-    /// evicted `evicted` pages.
-    pub(crate) fn after(&self, now_ms: u64, sole: bool, evicted: usize) {
+    /// After a direct reclaim at `now_ms` that evicted `evicted` pages
+    /// with `asked`, what [`SoleProbe::ask`] gave it. A call that did not
+    /// ask leaves the back-off as it was: moved on by every call, it
+    /// would never end while direct reclaims come faster than it.
+    pub(crate) fn after(&self, now_ms: u64, asked: Option<bool>, evicted: usize) {
+        let Some(sole) = asked else {
+            return;
+        };
         let next = if sole && evicted >= WORTH_PAGES {
             0
         } else {
@@ -225,15 +231,23 @@ mod tests {
     #[test]
     fn the_probe_asks_again_at_once_only_after_a_yes_that_evicted_many() {
         let p = SoleProbe::default();
-        assert!(p.due(0));
-        p.after(100, true, WORTH_PAGES);
-        assert!(p.due(100), "a yes that paid: asked at the next call");
-        p.after(100, true, WORTH_PAGES - 1);
-        assert!(!p.due(100 + BACKOFF_MS - 1), "a yes that evicted little");
-        assert!(p.due(100 + BACKOFF_MS));
-        p.after(200, false, 10_000);
-        assert!(!p.due(200 + BACKOFF_MS - 1), "a no");
-        assert!(p.due(200 + BACKOFF_MS));
+        let asked = |p: &SoleProbe, now| p.ask(now, || true).is_some();
+        assert!(asked(&p, 0));
+        p.after(100, Some(true), WORTH_PAGES);
+        assert!(asked(&p, 100), "a yes that paid: asked at the next call");
+        p.after(100, Some(true), WORTH_PAGES - 1);
+        assert!(
+            !asked(&p, 100 + BACKOFF_MS - 1),
+            "a yes that evicted little"
+        );
+        assert!(asked(&p, 100 + BACKOFF_MS));
+        p.after(200, Some(false), 10_000);
+        assert!(!asked(&p, 200 + BACKOFF_MS - 1), "a no");
+        // Calls that did not ask, meanwhile, leave the back-off alone.
+        p.after(210, None, 0);
+        p.after(219, None, 0);
+        assert!(asked(&p, 200 + BACKOFF_MS));
+        assert_eq!(p.ask(200 + BACKOFF_MS, || false), Some(false));
     }
 
     #[test]

@@ -1656,6 +1656,15 @@ mod tests {
         sc
     }
 
+    /// `sc` with the evictor the program's only thread, in its own fault
+    /// handler: faults served in the faulting thread, as only there.
+    fn sole_writer(sc: Scenario) -> Scenario {
+        in_thread(Scenario {
+            sole_writer: true,
+            ..sc
+        })
+    }
+
     #[test]
     fn publishing_without_the_wake_where_faults_block_leaves_a_writer_asleep() {
         // Where faults sleep in the kernel, removing the unmapped run's
@@ -1914,11 +1923,7 @@ mod tests {
             ("clean pages", clean(None)),
             ("a system call's page", syscall(Some((3, false)), None)),
         ] {
-            let sc = Scenario {
-                sole_writer: true,
-                ..sc
-            };
-            passes(&format!("sole writer, in thread: {name}"), in_thread(sc));
+            passes(&format!("sole writer, in thread: {name}"), sole_writer(sc));
         }
     }
 
@@ -1935,13 +1940,9 @@ mod tests {
                 tracking(Some(Flaw::SoleWriterBesideAnother)),
             ),
         ] {
-            let sc = Scenario {
-                sole_writer: true,
-                ..sc
-            };
             loses_a_write(
                 &format!("sole writer beside another: {name}"),
-                in_thread(sc),
+                sole_writer(sc),
             );
         }
     }

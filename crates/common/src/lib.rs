@@ -29,6 +29,7 @@
 
 pub mod bump;
 pub mod counters;
+pub mod decimal;
 pub mod discard;
 pub mod kcmp;
 pub mod meminfo;

@@ -118,7 +118,7 @@ fn no_child_shares_memory(pid: libc::pid_t, tid: u64) -> bool {
         .filter(|w| !w.is_empty())
         .all(|w| {
             // Where kcmp cannot tell, the child may share it: no.
-            parse(w).is_some_and(|child| {
+            common::decimal::parse(w).is_some_and(|child| {
                 common::kcmp::same_memory(pid, child as libc::pid_t) == Some(false)
             })
         })
@@ -132,18 +132,7 @@ fn task_path<'a>(buf: &'a mut [u8; 64], tid: u64, leaf: &[u8]) -> &'a CStr {
         len += bytes.len();
     };
     put(b"/proc/self/task/");
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut t = tid;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (t % 10) as u8;
-        t /= 10;
-        if t == 0 {
-            break;
-        }
-    }
-    put(&digits[i..]);
+    put(common::decimal::format(tid, &mut [0u8; 20]));
     put(b"/");
     put(leaf);
     put(b"\0");
@@ -201,7 +190,7 @@ fn for_each_number(dir: &CStr, mut f: impl FnMut(u64) -> bool) -> bool {
             let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
             let name = &buf[at + 19..at + reclen];
             let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            if let Some(number) = parse(name) {
+            if let Some(number) = common::decimal::parse(name) {
                 if !f(number) {
                     break 'read true;
                 }
@@ -212,16 +201,6 @@ fn for_each_number(dir: &CStr, mut f: impl FnMut(u64) -> bool) -> bool {
     // SAFETY: `fd` is ours.
     unsafe { libc::close(fd) };
     ended
-}
-
-/// A decimal number of ASCII digits only.
-fn parse(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        d.is_ascii_digit().then(|| n * 10 + u64::from(d - b'0'))
-    })
 }
 
 #[cfg(test)]
@@ -251,11 +230,8 @@ mod tests {
     }
 
     #[test]
-    fn numbers_and_paths() {
-        assert_eq!(parse(b"1234"), Some(1234));
-        assert_eq!(parse(b"."), None);
-        assert_eq!(parse(b""), None);
-        assert_eq!(parse(b"12a"), None);
+    fn task_paths() {
+        // (The numbers' own tests are common::decimal's.)
         let mut buf = [0u8; 64];
         assert_eq!(
             task_path(&mut buf, 907, b"comm").to_bytes(),

@@ -337,23 +337,14 @@ impl Machine {
         // on memory prepared before the fork.
         unsafe {
             c.pre_exec(move || {
-                let mut digits = [0u8; 20];
-                let mut n = libc::getpid() as u64;
-                let mut i = digits.len();
-                loop {
-                    i -= 1;
-                    digits[i] = b'0' + (n % 10) as u8;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
+                let mut buf = [0u8; 20];
+                let digits = common::decimal::format(libc::getpid() as u64, &mut buf);
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
                 if fd < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                let len = digits.len() - i;
-                let r = libc::write(fd, digits[i..].as_ptr() as *const libc::c_void, len);
+                let len = digits.len();
+                let r = libc::write(fd, digits.as_ptr() as *const libc::c_void, len);
                 libc::close(fd);
                 if r != len as isize {
                     return Err(std::io::Error::last_os_error());

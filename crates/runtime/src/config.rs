@@ -61,7 +61,7 @@ pub struct RuntimeConfig {
     pub auto_direct_reclaim: bool,
     /// With the pool charged and writeback on: the pool's share of the
     /// limit follows refaults (`split.rs`), between an eighth of the limit
-    /// and the pool limit, starting at half the limit; `false`: the pool
+    /// and the pool limit, starting at its largest; `false`: the pool
     /// limit is its share.
     pub adaptive_pool: bool,
     /// Record what paging sees to this file (the `trace` crate's format;

@@ -206,15 +206,16 @@ impl StoreSide {
 fn pool_shape(cx: &LoadContext) -> PoolShape {
     let pool = cx.own.zswap();
     let per_store = cx.evicted_pages as f64 / pool.stores().max(1) as f64;
+    let entries = pool.stored_pages() as u64;
     // Before any writeback, the pool holds what was stored: its entries
     // span about their number of stores.
     let horizon = match pool.writeback_horizon() {
-        0 => pool.stored_pages() as u64,
+        0 => entries,
         h => h,
     };
     PoolShape {
         horizon: (horizon as f64 * per_store.max(1.0)) as u64,
-        entries: pool.stored_pages() as u64,
+        entries,
         bytes: pool.pool_total_size() as u64,
         file_in_memory: cx.own.device().in_memory(),
     }

@@ -23,6 +23,8 @@
 //! * [`meminfo`]: fields of `/proc/meminfo`, in bytes.
 //! * [`proc_stat`]: fields of `/proc/PID/stat` (process group, start
 //!   time, resident set).
+//! * [`passed_fd::PassedFd`]: a descriptor `uzswap run` leaves open for
+//!   the processes of a run (its files, for those that change user).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
@@ -34,6 +36,7 @@ pub mod discard;
 pub mod kcmp;
 pub mod meminfo;
 pub mod name_value;
+pub mod passed_fd;
 pub mod proc_stat;
 pub mod rate_limit;
 pub mod rusage;

@@ -4,6 +4,7 @@
 
 use crate::report::{ProcessReport, RunReport, RunStats};
 use crate::settings::{env, Settings};
+use common::passed_fd::PassedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -30,6 +31,11 @@ pub enum LaunchError {
     RunDir(#[from] crate::rundir::RunDirError),
     #[error("--max-slowdown: {0}")]
     Controller(String),
+    #[error("the run's files in {dir}: {source}")]
+    RunFiles {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     #[error("uzswap attach pages with a userfaultfd that handles kernel faults: --user-mode-only would leave its system-call filter in the process after detach (seccomp filters cannot be taken out)")]
     AttachUserModeOnly,
     #[error("paging process {pid} from outside: {source}")]
@@ -167,6 +173,12 @@ impl Launch {
             cmd.env(k, v);
         }
         cmd.env(env::STATS_DIR, stats_dir);
+        pass_run_files(&mut cmd, stats_dir, settings.shared_limit_file.as_deref()).map_err(
+            |source| LaunchError::RunFiles {
+                dir: stats_dir.to_path_buf(),
+                source,
+            },
+        )?;
         Ok(cmd)
     }
 
@@ -208,6 +220,68 @@ impl Launch {
         }
         start_controller(self.max_slowdown, &self.settings, dir)
     }
+}
+
+/// The folder of a run's stats folder where the processes that changed
+/// user leave their counters: anyone may create files in it, but it is
+/// reached only through the descriptor the run passes down
+/// ([`env::STATS_FD`]), the folder above being private.
+pub const OTHER_USERS_DIR: &str = "other-users";
+
+/// Opens the run's shared-limit file `shared` (making it, mode 0600) and
+/// makes [`OTHER_USERS_DIR`] in `stats_dir`, and leaves both open across
+/// `exec` for every process of the command, named in its environment
+/// ([`PassedFd`]'s form): a process that changes user after it starts (a
+/// server started as root that runs as another user) may no longer open
+/// them by name. The descriptors close when `cmd` is dropped.
+fn pass_run_files(
+    cmd: &mut Command,
+    stats_dir: &Path,
+    shared: Option<&Path>,
+) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let mut keep: Vec<OwnedFd> = Vec::new();
+    if let Some(path) = shared {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
+        cmd.env(
+            env::SHARED_LIMIT_FD,
+            PassedFd::of(file.as_raw_fd())?.render(),
+        );
+        keep.push(file.into());
+    }
+    let others = stats_dir.join(OTHER_USERS_DIR);
+    std::fs::DirBuilder::new().mode(0o700).create(&others)?;
+    // Write and search for anyone, no listing; sticky: each removes only
+    // what it made. Set after the mkdir, whose mode the umask trims.
+    std::fs::set_permissions(&others, std::fs::Permissions::from_mode(0o1733))?;
+    let folder = std::fs::File::open(&others)?;
+    cmd.env(env::STATS_FD, PassedFd::of(folder.as_raw_fd())?.render());
+    keep.push(folder.into());
+    let fds: Vec<i32> = keep.iter().map(|f| f.as_raw_fd()).collect();
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // calls fcntl (async-signal-safe) on descriptors the parent keeps open
+    // (`keep`, moved into the closure) for as long as the command lives.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _open = &keep;
+            for &fd in &fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 /// The run's shared-limit file: the one the settings name, else
@@ -271,15 +345,20 @@ pub fn new_stats_dir(prefix: &str) -> Result<PathBuf, LaunchError> {
     Ok(crate::rundir::new_run_folder(prefix)?)
 }
 
-/// Every `PID.stats` in `dir`, by pid; and those that could not be read.
+/// Every `PID.stats` in `dir` and its [`OTHER_USERS_DIR`], by pid; and
+/// those that could not be read.
 pub fn read_stats_dir(dir: &Path) -> (Vec<ProcessReport>, Vec<String>) {
     let (mut reports, mut unreadable) = (Vec::new(), Vec::new());
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+    let here = std::fs::read_dir(dir).into_iter().flatten();
+    let others = std::fs::read_dir(dir.join(OTHER_USERS_DIR))
+        .into_iter()
+        .flatten();
+    for entry in here.chain(others).flatten() {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != "stats") {
             continue;
         }
-        match std::fs::read_to_string(&path) {
+        match read_report_file(&path) {
             Ok(text) => match ProcessReport::parse(&text) {
                 Ok(r) => reports.push(r),
                 Err(e) => unreadable.push(format!("{}: {e}", path.display())),
@@ -289,6 +368,27 @@ pub fn read_stats_dir(dir: &Path) -> (Vec<ProcessReport>, Vec<String>) {
     }
     reports.sort_by_key(|r| r.program.pid);
     (reports, unreadable)
+}
+
+/// Most bytes read of one process's counters: a report is a few KiB.
+const MAX_REPORT_BYTES: u64 = 1 << 20;
+
+/// A report file's text. Other users may create files in
+/// [`OTHER_USERS_DIR`]: only a regular file is read (no symbolic link
+/// followed, no FIFO waited on), and at most [`MAX_REPORT_BYTES`] of it.
+fn read_report_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(MAX_REPORT_BYTES).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Reads a running process's counters from its socket, in the run folder

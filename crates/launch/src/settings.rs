@@ -186,13 +186,22 @@ settings! {
     }
 
     /// Variables that are no setting's: where the program leaves its
-    /// counters, and finds its live-stats folder.
+    /// counters, finds its live-stats folder, and the run's files passed
+    /// down as descriptors.
     other variables {
         /// Folder where each process writes its final counters at exit
         /// (`PID.stats`).
         STATS_DIR = "UZSWAP_STATS_DIR", set_by "`uzswap run`, for each run";
         /// Folder of the live-stats sockets (`uzswap stats PID`).
         RUN_DIR = "UZSWAP_RUN_DIR", set_by "the user (default $XDG_RUNTIME_DIR/uzswap, /dev/shm/uzswap-UID or $TMPDIR/uzswap-UID)";
+        /// The shared-limit file as a descriptor left open for every
+        /// process of the run (`FD:DEV:INO`): a process that changed user
+        /// may not open the file by name.
+        SHARED_LIMIT_FD = "UZSWAP_SHARED_LIMIT_FD", set_by "`uzswap run`, for each run";
+        /// A folder of `STATS_DIR` as a descriptor (`FD:DEV:INO`) where
+        /// the processes that may not write to `STATS_DIR` (they changed
+        /// user) leave their counters.
+        STATS_FD = "UZSWAP_STATS_FD", set_by "`uzswap run`, for each run";
     }
 }
 
@@ -560,7 +569,12 @@ mod tests {
                 }
             }
         }
-        for v in [env::STATS_DIR, env::RUN_DIR] {
+        for v in [
+            env::STATS_DIR,
+            env::RUN_DIR,
+            env::SHARED_LIMIT_FD,
+            env::STATS_FD,
+        ] {
             let other = env::VARS.iter().find(|x| x.name == v).unwrap();
             assert!(other.example.is_empty() && other.flag.is_none());
         }

@@ -23,6 +23,32 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// settings are read (everything passes through before that).
 pub(crate) static MIN_ALLOC: AtomicUsize = AtomicUsize::new(usize::MAX);
 pub(crate) static SETTINGS: OnceLock<Settings> = OnceLock::new();
+/// The run's files `uzswap run` passed down as descriptors, read from the
+/// environment with the settings.
+pub(crate) static PASSED: OnceLock<Passed> = OnceLock::new();
+
+/// Descriptors `uzswap run` left open for the run's processes
+/// (`launch::settings::env::SHARED_LIMIT_FD`, `STATS_FD`).
+#[derive(Debug, Default)]
+pub(crate) struct Passed {
+    pub shared_limit: Option<common::passed_fd::PassedFd>,
+    pub stats: Option<common::passed_fd::PassedFd>,
+}
+
+impl Passed {
+    pub fn from_env() -> Self {
+        use launch::settings::env;
+        let read = |name| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| common::passed_fd::PassedFd::parse(&v))
+        };
+        Self {
+            shared_limit: read(env::SHARED_LIMIT_FD),
+            stats: read(env::STATS_FD),
+        }
+    }
+}
 pub(crate) static PRELOAD: OnceLock<Preload> = OnceLock::new();
 /// The process the runtime was made (or, after a fork, adopted) for. A
 /// `vfork` child shares its parent's memory and runtime: it must not

@@ -4,7 +4,9 @@
 //! It sits above every module it sets up: nothing below imports it.
 
 use crate::gate::force_busy;
-use crate::preload::{die, no_unwind, started, Tables, MIN_ALLOC, OWNER_PID, SETTINGS};
+use crate::preload::{
+    die, no_unwind, started, Passed, Tables, MIN_ALLOC, OWNER_PID, PASSED, SETTINGS,
+};
 use crate::start::runtime_started;
 use crate::syscall_guard::decide_guard;
 use launch::Settings;
@@ -58,6 +60,7 @@ pub fn load_settings() {
         Ok(s) => {
             MIN_ALLOC.store(s.min_alloc_bytes, Ordering::Relaxed);
             let _ = SETTINGS.set(s);
+            let _ = PASSED.set(Passed::from_env());
             // The runtime's fork handlers first: its prepare then runs after
             // every other (library) prepare handler, its child handler
             // before theirs. Then ours, which hold the region table.

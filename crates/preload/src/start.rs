@@ -4,7 +4,7 @@
 //! runs then, set once at load. It sits above `preload.rs` (the state it
 //! fills in) and `sigbus.rs`, so that the state imports neither.
 
-use crate::preload::{die, Preload, Tables, OWNER_PID, PRELOAD, SETTINGS};
+use crate::preload::{die, Preload, Tables, OWNER_PID, PASSED, PRELOAD, SETTINGS};
 use launch::report::ProgramCounters;
 use runtime::Runtime;
 use std::sync::atomic::Ordering;
@@ -38,8 +38,10 @@ pub fn get_or_start() -> Option<&'static Preload> {
         if !settings.fault_thread {
             crate::sigbus::take_over();
         }
-        let runtime = Runtime::new(settings.runtime_config())
-            .unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
+        let mut config = settings.runtime_config();
+        config.shared_limit_fd = PASSED.get().and_then(|p| p.shared_limit);
+        let runtime =
+            Runtime::new(config).unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
         let p = Preload {
             runtime,
             table: Mutex::new(Tables::default()),

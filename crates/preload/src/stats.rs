@@ -75,10 +75,56 @@ pub fn write_exit_report() {
         let _ = std::fs::remove_file(path);
     }
     if let Some((dir, r)) = final_report {
+        let text = r.render();
         let path = std::path::Path::new(&dir).join(format!("{pid}.stats"));
         let tmp = path.with_extension("tmp");
-        if std::fs::write(&tmp, r.render()).is_ok() {
-            let _ = std::fs::rename(&tmp, &path);
+        let written = std::fs::write(&tmp, &text).is_ok() && std::fs::rename(&tmp, &path).is_ok();
+        if !written {
+            // Not ours to write to (this process changed user since the
+            // run started): the folder the run passed down for that.
+            let _ = std::fs::remove_file(&tmp);
+            if let Some(folder) = crate::preload::PASSED
+                .get()
+                .and_then(|p| p.stats)
+                .and_then(|p| p.current(true))
+            {
+                write_in(folder, pid, text.as_bytes());
+            }
         }
+    }
+}
+
+/// Writes `PID.stats` in the folder open at `folder` (made as `PID.tmp`,
+/// then renamed, as in the stats folder itself); best effort.
+fn write_in(folder: std::os::fd::RawFd, pid: u32, text: &[u8]) {
+    use std::ffi::CString;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let (Ok(tmp), Ok(done)) = (
+        CString::new(format!("{pid}.tmp")),
+        CString::new(format!("{pid}.stats")),
+    ) else {
+        return;
+    };
+    // SAFETY: openat with a folder descriptor this process holds and a
+    // NUL-terminated name; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            folder,
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: `fd` was just opened and is owned here alone.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    if file.write_all(text).is_ok() {
+        drop(file);
+        // SAFETY: renameat within the same folder descriptor, with
+        // NUL-terminated names; the result is ignored (best effort).
+        unsafe { libc::renameat(folder, tmp.as_ptr(), folder, done.as_ptr()) };
     }
 }

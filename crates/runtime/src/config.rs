@@ -39,6 +39,11 @@ pub struct RuntimeConfig {
     /// A limit file shared with other processes (`shared.rs`): the
     /// limit applies to their resident pages and ours together.
     pub shared_limit_file: Option<std::path::PathBuf>,
+    /// The same file as a descriptor `uzswap run` passed down: mapped in
+    /// its stead while still open on that file, so that a process that
+    /// changed user, and may no longer open the run's files, keeps the
+    /// run's limit.
+    pub shared_limit_fd: Option<common::passed_fd::PassedFd>,
     /// Open the userfaultfd in user-mode-only mode even where kernel
     /// faults could be handled (to test the syscall guard's mode as root).
     pub user_mode_only: bool,
@@ -98,6 +103,7 @@ impl Default for RuntimeConfig {
             track_writes: true,
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,
+            shared_limit_fd: None,
             user_mode_only: false,
             serve_faults_in_thread: false,
             direct_reclaim: false,

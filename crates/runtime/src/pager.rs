@@ -360,6 +360,22 @@ impl Pager {
     }
 }
 
+/// Why the shared-limit file could not be mapped. Refused by name, it is
+/// most likely a process that changed user after `uzswap run` started it
+/// and closed the descriptor the run passed down.
+fn shared_limit_error(path: &std::path::Path, e: &std::io::Error) -> String {
+    let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        format!(
+            " (this process runs as user {me}, which may not open the run's files, and no longer holds the descriptor `uzswap run` passed for it: it changed user and closed its inherited descriptors)"
+        )
+    } else {
+        String::new()
+    };
+    format!("shared limit {}: {e}{hint}", path.display())
+}
+
 /// Makes a process's [`Live`] parts: the userfaultfd (in `mode`'s strength
 /// or the strongest allowed), a store, the pagemap handle, the stop
 /// eventfd, a shared-limit slot.
@@ -374,13 +390,13 @@ pub(crate) fn new_live(
     } else {
         crate::uffd::open(user_mode_only)?
     };
-    let shared =
-        match &cfg.shared_limit_file {
-            Some(path) => Some(SharedLimit::open(path).map_err(|e| {
-                RuntimeError::Config(format!("shared limit {}: {e}", path.display()))
-            })?),
-            None => None,
-        };
+    let shared = match &cfg.shared_limit_file {
+        Some(path) => Some(
+            SharedLimit::open_passed(path, cfg.shared_limit_fd.as_ref())
+                .map_err(|e| RuntimeError::Config(shared_limit_error(path, &e)))?,
+        ),
+        None => None,
+    };
     // Aging (where `track_writes`) and clean pages' kept slots both need it.
     let pagemap = PagemapScan::open();
     // SAFETY: eventfd(2) with valid flags; the result is checked.

@@ -13,6 +13,7 @@
 //! processes that are gone is kept in the header, so the total only
 //! grows.
 
+use common::passed_fd::PassedFd;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -98,8 +99,28 @@ impl Mapping {
                 path.display()
             )));
         }
-        if (meta.len() as usize) < FILE_BYTES {
-            file.set_len(FILE_BYTES as u64)?;
+        Self::map(file.as_raw_fd(), meta.len())
+    }
+
+    /// Maps the file open at `fd` (a descriptor `uzswap run` passed down
+    /// and checked by the caller: a regular file, opened for reading and
+    /// writing), sized if needed. The descriptor stays open: the
+    /// process's children inherit it too.
+    fn open_fd(fd: std::os::fd::RawFd) -> std::io::Result<Self> {
+        // SAFETY: the caller checked `fd` is open; the borrow ends here.
+        let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let meta = std::fs::File::from(file.try_clone_to_owned()?).metadata()?;
+        Self::map(fd, meta.len())
+    }
+
+    /// Sizes the file at `fd` (now `len` bytes) to hold the slots, and
+    /// maps them.
+    fn map(fd: std::os::fd::RawFd, len: u64) -> std::io::Result<Self> {
+        if (len as usize) < FILE_BYTES {
+            // SAFETY: ftruncate on an open descriptor; the result is checked.
+            if unsafe { libc::ftruncate(fd, FILE_BYTES as libc::off_t) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         // SAFETY: a shared mapping of the file's first FILE_BYTES bytes,
         // which exist; the result is checked.
@@ -109,7 +130,7 @@ impl Mapping {
                 FILE_BYTES,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                file.as_raw_fd(),
+                fd,
                 0,
             )
         };
@@ -225,9 +246,21 @@ impl SharedLimit {
     /// forked child that exec'd). Otherwise it is another view of this
     /// image (two runtimes in one process) and stays its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
+        Self::open_passed(path, None)
+    }
+
+    /// As [`SharedLimit::open`], through `passed` (the file `uzswap run`
+    /// passed down as a descriptor) while that is still open on it: a
+    /// process that changed user since the run started may not open
+    /// `path`, which lies in the folder of the user who started it.
+    pub fn open_passed(path: &Path, passed: Option<&PassedFd>) -> std::io::Result<Self> {
+        let map = match passed.and_then(|p| p.current(false)) {
+            Some(fd) => Mapping::open_fd(fd)?,
+            None => Mapping::open(path)?,
+        };
         let pid = std::process::id();
         let mut shared = SharedLimit {
-            map: Mapping::open(path)?,
+            map,
             mine: usize::MAX,
             pid,
         };

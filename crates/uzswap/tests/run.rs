@@ -466,6 +466,47 @@ fn works_without_root() {
     );
 }
 
+/// A program `uzswap run` started as root that changes user (as a server
+/// started as root runs as its own user) can no longer open the run's
+/// files, in root's private run folder: it keeps the run's shared limit
+/// through the descriptor the run passed down, and its counters reach the
+/// run's report through the folder passed for that. (Not root: the same
+/// run without the change of user.)
+#[test]
+fn a_program_that_changes_user_keeps_the_runs_limit_and_reports() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let dir = tempdir("setuid");
+    let memcheck = dir.join("uzswap-memcheck");
+    std::fs::copy(MEMCHECK, &memcheck).unwrap();
+    let uz = uzswap_for_any_user(&dir, &[&memcheck]);
+    let stats = dir.join("stats");
+    let mut cmd = Command::new(&uz);
+    cmd.args(["run", "--limit", "4M", "--swapfile-dir"])
+        .arg(&dir)
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--");
+    if root {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    let out = cmd
+        .arg(&memcheck)
+        .args(["--mib", "8", "--threads", "2"])
+        .env("TMPDIR", &dir)
+        .output()
+        .expect("uzswap runs");
+    let f = run_report(&stats);
+    assert_paged(&out, &f, "uzswap-memcheck: ok", 1024);
+    assert_eq!(f.run.processes, 1, "{f:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn exit_codes_pass_through_and_bad_settings_are_named() {
     let (out, f) = run(&[], &["sh", "-c", "exit 3"], "exit");

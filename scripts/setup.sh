@@ -63,6 +63,15 @@ if [ ! -x /usr/bin/redis-server ]; then
     missing+=(redis-server)
     new_redis=true
 fi
+# perl, and PostgreSQL's server and psql (the suite's perl-hash and
+# postgres cases: the server runs from /usr/lib/postgresql/*/bin).
+[ -x /usr/bin/perl ] || missing+=(perl)
+[ -x /usr/bin/psql ] || missing+=(postgresql-client)
+new_postgres=false
+if ! have_any /usr/lib/postgresql/*/bin/postgres; then
+    missing+=(postgresql)
+    new_postgres=true
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     sudo=""
@@ -70,19 +79,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $sudo apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
-# The redis-server package may start a system service (where services may
-# start); the suite starts its own servers on Unix sockets, so a service
-# this script just installed is stopped and disabled again.
-if [ "$new_redis" = true ]; then
-    sudo=""
+# The redis-server and postgresql packages may start a system service
+# (where services may start); the suite starts its own servers on Unix
+# sockets, so a service this script just installed is stopped and
+# disabled again.
+stop_service() {
+    local name=$1 sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-        $sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
-    elif command -v service >/dev/null 2>&1 && [ -x /etc/init.d/redis-server ]; then
-        $sudo service redis-server stop >/dev/null 2>&1 || true
-        command -v update-rc.d >/dev/null 2>&1 && $sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+        $sudo systemctl disable --now "$name" >/dev/null 2>&1 || true
+    elif command -v service >/dev/null 2>&1 && [ -x "/etc/init.d/$name" ]; then
+        $sudo service "$name" stop >/dev/null 2>&1 || true
+        command -v update-rc.d >/dev/null 2>&1 && $sudo update-rc.d "$name" disable >/dev/null 2>&1 || true
     fi
-fi
+}
+[ "$new_redis" = true ] && stop_service redis-server
+[ "$new_postgres" = true ] && stop_service postgresql
 # Rust's musl target: the suite's rust-musl case (a statically linked Rust
 # program, paged from outside).
 if command -v rustup >/dev/null 2>&1; then

@@ -181,6 +181,19 @@ const CC: &str = "/usr/bin/cc";
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const REDIS_CLI: &str = "/usr/bin/redis-cli";
 const REDIS_BENCHMARK: &str = "/usr/bin/redis-benchmark";
+/// The server of any PostgreSQL of Debian's and Ubuntu's recent releases
+/// (`postgres.sh` takes the newest there is).
+const POSTGRES: &[&str] = &[
+    "/usr/lib/postgresql/17/bin/postgres",
+    "/usr/lib/postgresql/16/bin/postgres",
+    "/usr/lib/postgresql/15/bin/postgres",
+    "/usr/lib/postgresql/14/bin/postgres",
+    "/usr/lib/postgresql/13/bin/postgres",
+];
+const PSQL: &str = "/usr/bin/psql";
+const PERL: &str = "/usr/bin/perl";
+/// util-linux's: `postgres.sh` runs the server as nobody when root.
+const SETPRIV: &str = "/usr/bin/setpriv";
 
 const PYTHON_HASH: &str = include_str!("../../compat/python_hash.py");
 const PYTHON_LIST: &str = include_str!("../../compat/python_list.py");
@@ -192,6 +205,8 @@ const COMPAT_JAVA: &str = include_str!("../../compat/Compat.java");
 const SQLITE_SQL: &str = include_str!("../../compat/sqlite.sql");
 const REDIS_SH: &str = include_str!("../../compat/redis.sh");
 const REDIS_HOT_SH: &str = include_str!("../../compat/redis_hot.sh");
+const POSTGRES_SH: &str = include_str!("../../compat/postgres.sh");
+const PERL_HASH: &str = include_str!("../../compat/perl_hash.pl");
 const HOTSET: &str = include_str!("../../compat/hotset.py");
 const USEMEM_C: &str = include_str!("../../compat/usemem.c");
 const RANDPAGE_C: &str = include_str!("../../compat/randpage.c");
@@ -524,6 +539,35 @@ pub const CASES: &[Case] = &[
         outputs: &[],
         check_plain_twice: false,
         flags: &["--small-objects"],
+    },
+    Case {
+        name: "perl-hash",
+        about: "perl: a hash of small objects (each key an array of three scalars), walked in sorted key order",
+        unit: "keys",
+        needs: &[Need::Program(PERL)],
+        // 31M plain at 50k keys, 530M at 1M.
+        quick: Sizes { size: 50_000, limit: 7 * MIB },
+        full: Sizes { size: 1_000_000, limit: 128 * MIB },
+        setup: |ctx| ctx.put("perl_hash.pl", PERL_HASH),
+        command: |ctx| vec![PERL.into(), ctx.path("perl_hash.pl"), ctx.size.to_string()],
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
+    },
+    Case {
+        name: "postgres",
+        about: "PostgreSQL: initdb, a server on a Unix socket, a table by generate_series, an in-memory sort, a hash aggregate, an index build (as root, the server runs as nobody)",
+        unit: "rows",
+        needs: &[Need::OneOf(POSTGRES), Need::Program(PSQL), Need::Program(SETPRIV), Need::Program(SH)],
+        // The backend's sort holds every row in its private memory: about
+        // 52M plain at 100k rows, 600M at 1.5M.
+        quick: Sizes { size: 100_000, limit: 12 * MIB },
+        full: Sizes { size: 1_500_000, limit: 96 * MIB },
+        setup: |ctx| ctx.put("postgres.sh", POSTGRES_SH),
+        command: |ctx| vec![SH.into(), ctx.path("postgres.sh"), ctx.size.to_string()],
+        outputs: &[],
+        check_plain_twice: false,
+        flags: &[],
     },
     Case {
         name: "usemem",

@@ -283,7 +283,7 @@ impl Launch {
     pub(crate) fn run_outside(&self, on_start: impl FnOnce(u32)) -> Result<Outcome, LaunchError> {
         self.settings.validate()?;
         let dir = new_stats_dir("uzswap-run")?;
-        let cmd = self.command(&dir)?;
+        let cmd = self.run_command(&dir)?;
         let shared = shared_limit_path(&self.settings, &dir);
         let controller = self.start_controller(&dir)?;
         let config = pager_config(&self.settings, (!self.per_process_limit).then_some(shared));

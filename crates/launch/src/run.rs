@@ -173,12 +173,21 @@ impl Launch {
             cmd.env(k, v);
         }
         cmd.env(env::STATS_DIR, stats_dir);
-        pass_run_files(&mut cmd, stats_dir, settings.shared_limit_file.as_deref()).map_err(
-            |source| LaunchError::RunFiles {
+        Ok(cmd)
+    }
+
+    /// [`Launch::command`], with the run's files in `stats_dir` (made
+    /// now) passed down as descriptors ([`pass_run_files`]).
+    pub fn run_command(&self, stats_dir: &Path) -> Result<Command, LaunchError> {
+        let mut cmd = self.command(stats_dir)?;
+        let shared =
+            (!self.per_process_limit).then(|| shared_limit_path(&self.settings, stats_dir));
+        pass_run_files(&mut cmd, stats_dir, shared.as_deref()).map_err(|source| {
+            LaunchError::RunFiles {
                 dir: stats_dir.to_path_buf(),
                 source,
-            },
-        )?;
+            }
+        })?;
         Ok(cmd)
     }
 
@@ -191,7 +200,7 @@ impl Launch {
         self.settings.validate()?;
         self.settings.probe_fault_mode()?;
         let dir = new_stats_dir("uzswap-run")?;
-        let mut cmd = self.command(&dir)?;
+        let mut cmd = self.run_command(&dir)?;
         let controller = self.start_controller(&dir)?;
         let (user0, sys0) = children_cpu();
         let start = Instant::now();
@@ -252,20 +261,21 @@ fn pass_run_files(
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)?;
+        let file = above_low_numbers(file.into())?;
         cmd.env(
             env::SHARED_LIMIT_FD,
             PassedFd::of(file.as_raw_fd())?.render(),
         );
-        keep.push(file.into());
+        keep.push(file);
     }
     let others = stats_dir.join(OTHER_USERS_DIR);
     std::fs::DirBuilder::new().mode(0o700).create(&others)?;
     // Write and search for anyone, no listing; sticky: each removes only
     // what it made. Set after the mkdir, whose mode the umask trims.
     std::fs::set_permissions(&others, std::fs::Permissions::from_mode(0o1733))?;
-    let folder = std::fs::File::open(&others)?;
+    let folder = above_low_numbers(std::fs::File::open(&others)?.into())?;
     cmd.env(env::STATS_FD, PassedFd::of(folder.as_raw_fd())?.render());
-    keep.push(folder.into());
+    keep.push(folder);
     let fds: Vec<i32> = keep.iter().map(|f| f.as_raw_fd()).collect();
     // SAFETY: the closure runs in the child between fork and exec and only
     // calls fcntl (async-signal-safe) on descriptors the parent keeps open
@@ -282,6 +292,25 @@ fn pass_run_files(
         });
     }
     Ok(())
+}
+
+/// Lowest number a descriptor passed down takes: shell scripts use 3–9
+/// for their own redirections, and socket activation hands servers their
+/// sockets from 3 up.
+const PASSED_FD_FLOOR: i32 = 100;
+
+/// `fd` moved to a number at least [`PASSED_FD_FLOOR`] (close-on-exec,
+/// as before).
+fn above_low_numbers(fd: std::os::fd::OwnedFd) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: F_DUPFD_CLOEXEC on an open descriptor; the result is checked
+    // and owned here alone.
+    let moved = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, PASSED_FD_FLOOR) };
+    if moved < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `moved` was just made by fcntl and is owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(moved) })
 }
 
 /// The run's shared-limit file: the one the settings name, else

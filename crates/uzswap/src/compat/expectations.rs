@@ -48,6 +48,8 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation { case: "gcc",            root: Works,                 unprivileged: Works },
     Expectation { case: "redis",          root: Works,                 unprivileged: Works },
     Expectation { case: "redis-heap",     root: Works,                 unprivileged: Works },
+    Expectation { case: "perl-hash",      root: Works,                 unprivileged: Works },
+    Expectation { case: "postgres",       root: Works,                 unprivileged: Works },
     Expectation { case: "usemem",         root: Works,                 unprivileged: Works },
     Expectation { case: "randpage",       root: Works,                 unprivileged: Works },
     Expectation { case: "randpage-static", root: Works,                unprivileged: Works },

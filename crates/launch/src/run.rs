@@ -87,6 +87,10 @@ pub struct Outcome {
     /// Report files that could not be read, with why (a process killed
     /// while writing leaves none; a broken one is named here).
     pub unreadable: Vec<String>,
+    /// What processes that changed user left for the end of the run
+    /// (`NAME.note` files in [`OTHER_USERS_DIR`]: where their swap files
+    /// went), each a line.
+    pub notes: Vec<String>,
     /// With `--max-slowdown`: the controller's ticks.
     pub control: Option<Vec<crate::control::Sample>>,
 }
@@ -355,6 +359,7 @@ pub(crate) fn finish(
     let (user1, sys1) = children_cpu();
     let (mut processes, unreadable) = read_stats_dir(dir);
     processes.extend(outside);
+    let notes = read_notes(&dir.join(OTHER_USERS_DIR));
     let _ = std::fs::remove_dir_all(dir);
     Ok(Outcome {
         status: status?,
@@ -363,8 +368,28 @@ pub(crate) fn finish(
         sys: sys1.saturating_sub(sys0),
         processes,
         unreadable,
+        notes,
         control,
     })
+}
+
+/// The lines of every `NAME.note` in `dir` (regular files, as
+/// [`read_report_file`] reads them), in name order.
+fn read_notes(dir: &Path) -> Vec<String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "note"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| read_report_file(p).ok())
+        .flat_map(|text| text.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// A fresh private folder for a run's per-process counters (and its

@@ -60,7 +60,12 @@
 //! (a program that makes neither pays nothing), with the settings of the `UZSWAP_*` variables
 //! ([`launch::Settings`]). Its counters are served on
 //! `RUN_DIR/PID.sock` while the program runs and written to
-//! `STATS_DIR/PID.stats` at exit ([`launch::report`]).
+//! `STATS_DIR/PID.stats` at exit ([`launch::report`]). A process that
+//! changed user since the run started (a server started as root that runs
+//! as its own user) reaches the run's shared limit and leaves its counters
+//! through the descriptors `uzswap run` passed down, and makes its swap
+//! file where that user may when the run's folder refuses it
+//! (`swap_dir.rs`).
 //!
 //! ## Invariants
 //!
@@ -102,6 +107,7 @@ mod sigbus;
 mod small_heap;
 mod start;
 mod stats;
+mod swap_dir;
 mod syscall_guard;
 
 #[global_allocator]

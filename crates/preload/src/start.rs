@@ -39,7 +39,14 @@ pub fn get_or_start() -> Option<&'static Preload> {
             crate::sigbus::take_over();
         }
         let mut config = settings.runtime_config();
-        config.shared_limit_fd = PASSED.get().and_then(|p| p.shared_limit);
+        let passed = PASSED.get();
+        config.shared_limit_fd = passed.and_then(|p| p.shared_limit);
+        if let Some(dir) = crate::swap_dir::instead_of(
+            &config.swap.swapfile_dir,
+            passed.and_then(|p| p.stats.as_ref()),
+        ) {
+            config.swap.swapfile_dir = dir;
+        }
         let runtime =
             Runtime::new(config).unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
         let p = Preload {

@@ -518,6 +518,9 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         for why in &outcome.unreadable {
             eprintln!("uzswap: a process's report could not be read: {why}");
         }
+        for note in &outcome.notes {
+            eprintln!("{note}");
+        }
         if outcome.processes.is_empty() {
             if launch::outside::is_static_command(&a.command) {
                 eprintln!("uzswap: nothing was paged");

@@ -470,10 +470,13 @@ fn works_without_root() {
 /// started as root runs as its own user) can no longer open the run's
 /// files, in root's private run folder: it keeps the run's shared limit
 /// through the descriptor the run passed down, and its counters reach the
-/// run's report through the folder passed for that. (Not root: the same
-/// run without the change of user.)
+/// run's report through the folder passed for that. The swap folder the
+/// run names is root's alone: the program makes its swap file where its
+/// user may, and the run says so. (Not root: the same run without the
+/// change of user.)
 #[test]
 fn a_program_that_changes_user_keeps_the_runs_limit_and_reports() {
+    use std::os::unix::fs::PermissionsExt;
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let dir = tempdir("setuid");
@@ -481,9 +484,12 @@ fn a_program_that_changes_user_keeps_the_runs_limit_and_reports() {
     std::fs::copy(MEMCHECK, &memcheck).unwrap();
     let uz = uzswap_for_any_user(&dir, &[&memcheck]);
     let stats = dir.join("stats");
+    let swap_dir = dir.join("swap");
+    std::fs::create_dir_all(&swap_dir).unwrap();
+    std::fs::set_permissions(&swap_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     let mut cmd = Command::new(&uz);
     cmd.args(["run", "--limit", "4M", "--swapfile-dir"])
-        .arg(&dir)
+        .arg(&swap_dir)
         .arg("--stats-out")
         .arg(&stats)
         .arg("--");
@@ -504,6 +510,16 @@ fn a_program_that_changes_user_keeps_the_runs_limit_and_reports() {
     let f = run_report(&stats);
     assert_paged(&out, &f, "uzswap-memcheck: ok", 1024);
     assert_eq!(f.run.processes, 1, "{f:?}");
+    let moved = format!(
+        "may not make its swap file in {} (a folder of the user who started the run)",
+        swap_dir.display()
+    );
+    assert_eq!(
+        text(&out.stderr).contains(&moved),
+        root,
+        "{}",
+        text(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,0 +1,106 @@
+//! The swap file's folder for a process that changed user since `uzswap
+//! run` started it (a server started as root that runs as `postgres` or
+//! `nobody`): the folder the run names (`--swapfile-dir`, else the
+//! starting user's temp folder) may refuse it. Its swap file is made in
+//! `/var/tmp`, else `/tmp`, instead: an unnamed file of mode 0600 either
+//! way (`swapfile`), so nothing of it is reachable there. The first
+//! process of the run that does so says where, once; a folder that
+//! refuses a process of the user who started the run is a setting of
+//! that user's and stays an error.
+
+use common::passed_fd::PassedFd;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Folders tried, in order, by a process the run's folder refuses.
+const FALLBACKS: [&str; 2] = ["/var/tmp", "/tmp"];
+
+/// Name of the note, in the run's folder for other users' counters, that
+/// the first process to fall back leaves (so that one says so), and that
+/// `uzswap run` prints at the end of the run.
+const SAID: &str = "swapfile-dir.note";
+
+/// Whether this process, as its effective user, may create files in `dir`.
+fn may_create_in(dir: &Path) -> bool {
+    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: faccessat with a NUL-terminated path; no memory is written.
+    unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        ) == 0
+    }
+}
+
+/// The owner of the folder open at `fd`.
+fn owner(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one `struct stat`, read only on success.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstat succeeded.
+    Some(unsafe { st.assume_init() }.st_uid)
+}
+
+/// Where this process makes its swap file instead of `dir`, if `dir`
+/// refuses it and it runs as another user than the one who started the
+/// run (`run_folder`: the folder the run passed down, which that user
+/// owns); `None`: `dir` as asked.
+pub(crate) fn instead_of(dir: &Path, run_folder: Option<&PassedFd>) -> Option<PathBuf> {
+    if may_create_in(dir) {
+        return None;
+    }
+    let folder = run_folder?.current(true)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if owner(folder)? == me {
+        return None;
+    }
+    let other = FALLBACKS
+        .iter()
+        .map(Path::new)
+        .find(|d| may_create_in(d))?
+        .to_path_buf();
+    say_once(folder, me, dir, &other);
+    Some(other)
+}
+
+/// `uzswap: …` on stderr and in the note [`SAID`] (which `uzswap run`
+/// prints at the end), if no process of the run has said it yet.
+fn say_once(folder: std::os::fd::RawFd, me: u32, dir: &Path, other: &Path) {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let Ok(name) = CString::new(SAID) else {
+        return;
+    };
+    // SAFETY: openat with a folder descriptor and a NUL-terminated name;
+    // the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            folder,
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: `fd` was just opened here and is owned by nothing else.
+    let mut note = unsafe { std::fs::File::from_raw_fd(fd) };
+    let text = format!(
+        "uzswap: pid {} runs as user {me}, which may not make its swap file in {} (a folder of the user who started the run): processes of that user made theirs in {}\n",
+        std::process::id(),
+        dir.display(),
+        other.display()
+    );
+    let _ = note.write_all(text.as_bytes());
+    // SAFETY: write(2) of a valid buffer to stderr.
+    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}

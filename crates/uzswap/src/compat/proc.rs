@@ -134,7 +134,8 @@ pub struct Sampling {
 
 /// A command's memory over its run: the resident set sizes of its process
 /// group's processes summed (and [`Sampling::extra`]), sampled at even
-/// intervals.
+/// intervals; the peak is at least the largest process's own peak
+/// (`ru_maxrss`), which a short run's samples can miss.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryTrace {
     pub peak: u64,
@@ -247,6 +248,12 @@ pub fn run_sampled(user: &User, job: &Job, sampling: Option<Sampling>) -> Result
     let timed_out = timed_out?;
     let (status, usage) = reaped?;
     let usage = common::rusage::Usage::from(&usage);
+    if sampling.is_some() {
+        // The group's peak is at least its largest process's own peak
+        // (`ru_maxrss`): a program of a tenth of a second is one or two
+        // samples, the first taken before it has allocated anything.
+        memory.peak = memory.peak.max(usage.max_rss_bytes);
+    }
     Ok(Measured {
         code: exit_code(status),
         timed_out,
@@ -415,6 +422,29 @@ mod tests {
         // Unsampled runs say nothing.
         let m = run(&me, &job(&dir, &["true"], Duration::from_secs(60))).unwrap();
         assert_eq!(m.memory, MemoryTrace::default());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_shorter_than_a_sample_peaks_at_least_at_its_own_peak() {
+        let dir = std::env::temp_dir().join(format!("uzswap-compat-short-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let me = User::Invoker(invoker_name());
+        // 64 MiB touched and gone long before the second sample.
+        let touch = "b = bytearray(64 << 20); b[::4096] = b\"x\" * (len(b) // 4096)";
+        let sampling = Sampling {
+            every: Duration::from_secs(30),
+            extra: || 0,
+        };
+        let m = run_sampled(
+            &me,
+            &job(&dir, &["python3", "-c", touch], Duration::from_secs(60)),
+            Some(sampling),
+        )
+        .unwrap();
+        assert_eq!(m.code, 0, "{m:?}");
+        assert!(m.memory.samples <= 1, "{m:?}");
+        assert!(m.memory.peak >= 64 << 20, "{m:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -368,7 +368,7 @@ fn shared_limit_error(path: &std::path::Path, e: &std::io::Error) -> String {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         format!(
-            " (this process runs as user {me}, which may not open the run's files, and no longer holds the descriptor `uzswap run` passed for it: it changed user and closed its inherited descriptors)"
+            " (this process runs as user {me}, which may not open it, and holds no descriptor of it from `uzswap run`: a program that changes user and closes its inherited descriptors loses the run's limit)"
         )
     } else {
         String::new()

@@ -70,6 +70,34 @@ impl PassedFd {
     }
 }
 
+/// Creates `name` (mode 0600; a symbolic link there is not followed) in
+/// the folder open at `folder`, for writing: afresh where `exclusive`
+/// (it must not exist), else truncated.
+pub fn create_in(folder: RawFd, name: &str, exclusive: bool) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+    let only = if exclusive {
+        libc::O_EXCL
+    } else {
+        libc::O_TRUNC
+    };
+    // SAFETY: openat with a folder descriptor and a NUL-terminated name;
+    // the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            folder,
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | only | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened here and is owned by nothing else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +139,17 @@ mod tests {
         let passed_dir = PassedFd::of(folder.as_raw_fd()).unwrap();
         assert_eq!(passed_dir.current(true), Some(folder.as_raw_fd()));
         assert_eq!(passed_dir.current(false), None);
+        // A file made through the folder's descriptor, once only where
+        // asked.
+        use std::io::Write;
+        create_in(folder.as_raw_fd(), "c", true)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        assert_eq!(std::fs::read(dir.join("c")).unwrap(), b"x");
+        assert!(create_in(folder.as_raw_fd(), "c", true).is_err());
+        create_in(folder.as_raw_fd(), "c", false).unwrap();
+        assert_eq!(std::fs::read(dir.join("c")).unwrap(), b"");
         drop((b, folder));
         std::fs::remove_dir_all(&dir).unwrap();
     }

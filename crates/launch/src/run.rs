@@ -241,9 +241,10 @@ impl Launch {
 /// ([`env::STATS_FD`]), the folder above being private.
 pub const OTHER_USERS_DIR: &str = "other-users";
 
-/// Opens the run's shared-limit file `shared` (making it, mode 0600) and
-/// makes [`OTHER_USERS_DIR`] in `stats_dir`, and leaves both open across
-/// `exec` for every process of the command, named in its environment
+/// Opens the run's shared-limit file `shared` (making it, mode 0600:
+/// [`runtime::open_limit_file`]) and makes [`OTHER_USERS_DIR`] in
+/// `stats_dir`, and leaves both open across `exec` for every process of
+/// the command, named in its environment
 /// ([`PassedFd`]'s form): a process that changes user after it starts (a
 /// server started as root that runs as another user) may no longer open
 /// them by name. The descriptors close when `cmd` is dropped.
@@ -253,19 +254,11 @@ fn pass_run_files(
     shared: Option<&Path>,
 ) -> std::io::Result<()> {
     use std::os::fd::{AsRawFd, OwnedFd};
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     use std::os::unix::process::CommandExt;
     let mut keep: Vec<OwnedFd> = Vec::new();
     if let Some(path) = shared {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
-        let file = above_low_numbers(file.into())?;
+        let file = above_low_numbers(runtime::open_limit_file(path)?.into())?;
         cmd.env(
             env::SHARED_LIMIT_FD,
             PassedFd::of(file.as_raw_fd())?.render(),

@@ -99,32 +99,18 @@ pub fn write_exit_report() {
 fn write_in(folder: std::os::fd::RawFd, pid: u32, text: &[u8]) {
     use std::ffi::CString;
     use std::io::Write;
-    use std::os::fd::FromRawFd;
-    let (Ok(tmp), Ok(done)) = (
-        CString::new(format!("{pid}.tmp")),
-        CString::new(format!("{pid}.stats")),
-    ) else {
+    let (tmp, done) = (format!("{pid}.tmp"), format!("{pid}.stats"));
+    let Ok(mut file) = common::passed_fd::create_in(folder, &tmp, false) else {
         return;
     };
-    // SAFETY: openat with a folder descriptor this process holds and a
-    // NUL-terminated name; the result is checked.
-    let fd = unsafe {
-        libc::openat(
-            folder,
-            tmp.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            0o600,
-        )
-    };
-    if fd < 0 {
+    if file.write_all(text).is_err() {
         return;
     }
-    // SAFETY: `fd` was just opened and is owned here alone.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    if file.write_all(text).is_ok() {
-        drop(file);
-        // SAFETY: renameat within the same folder descriptor, with
-        // NUL-terminated names; the result is ignored (best effort).
-        unsafe { libc::renameat(folder, tmp.as_ptr(), folder, done.as_ptr()) };
-    }
+    drop(file);
+    let (Ok(tmp), Ok(done)) = (CString::new(tmp), CString::new(done)) else {
+        return;
+    };
+    // SAFETY: renameat within the same folder descriptor, with
+    // NUL-terminated names; the result is ignored (best effort).
+    unsafe { libc::renameat(folder, tmp.as_ptr(), folder, done.as_ptr()) };
 }

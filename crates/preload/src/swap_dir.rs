@@ -75,25 +75,9 @@ pub(crate) fn instead_of(dir: &Path, run_folder: Option<&PassedFd>) -> Option<Pa
 /// prints at the end), if no process of the run has said it yet.
 fn say_once(folder: std::os::fd::RawFd, me: u32, dir: &Path, other: &Path) {
     use std::io::Write;
-    use std::os::fd::FromRawFd;
-    let Ok(name) = CString::new(SAID) else {
+    let Ok(mut note) = common::passed_fd::create_in(folder, SAID, true) else {
         return;
     };
-    // SAFETY: openat with a folder descriptor and a NUL-terminated name;
-    // the result is checked.
-    let fd = unsafe {
-        libc::openat(
-            folder,
-            name.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return;
-    }
-    // SAFETY: `fd` was just opened here and is owned by nothing else.
-    let mut note = unsafe { std::fs::File::from_raw_fd(fd) };
     let text = format!(
         "uzswap: pid {} runs as user {me}, which may not make its swap file in {} (a folder of the user who started the run): processes of that user made theirs in {}\n",
         std::process::id(),

@@ -157,7 +157,7 @@ pub use protocol::MAX_HEAT;
 pub use reclaim::{throttle_headroom_bytes, COMPACT_INTERVAL, THROTTLE_HEADROOM_BYTES};
 pub use region::{PinGuard, Region};
 pub use runtime::Runtime;
-pub use shared::{LimitControl, SharedLimit};
+pub use shared::{open_limit_file, LimitControl, SharedLimit};
 pub use store_side::{LoadContext, LoadOutcome, StoreSide};
 pub use swapin::FolioSwapin;
 pub use uffd::FaultMode;

@@ -65,6 +65,31 @@ const FILE_BYTES: usize = SLOTS_OFFSET + SLOTS * std::mem::size_of::<Slot>();
 /// count (and forgets the parent's view); an exec starts again from 0.
 static VIEWS_IN_THIS_IMAGE: AtomicUsize = AtomicUsize::new(0);
 
+/// Opens the shared-limit file `path` for reading and writing, made with
+/// mode 0600 if it is not there; never through a symbolic link, and only
+/// a regular file of this user's.
+pub fn open_limit_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file of user {me}: refusing it as the shared-limit file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// A shared limit file, mapped: its header and slots.
 #[derive(Debug)]
 struct Mapping {
@@ -81,25 +106,8 @@ impl Mapping {
     /// Maps `path` (created with mode 0600 and sized if needed; never
     /// through a symbolic link, and only a regular file of this user's).
     fn open(path: &Path) -> std::io::Result<Self> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
-        let meta = file.metadata()?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if !meta.is_file() || meta.uid() != me {
-            return Err(std::io::Error::other(format!(
-                "{}: not a regular file of user {me}: refusing it as the shared-limit file",
-                path.display()
-            )));
-        }
-        Self::map(file.as_raw_fd(), meta.len())
+        let file = open_limit_file(path)?;
+        Self::map(file.as_raw_fd(), file.metadata()?.len())
     }
 
     /// Maps the file open at `fd` (a descriptor `uzswap run` passed down

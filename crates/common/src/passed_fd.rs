@@ -21,8 +21,8 @@ pub struct PassedFd {
     ino: u64,
 }
 
-/// `fstat(fd)`'s device, inode and file type bits, if `fd` is open.
-fn identity(fd: RawFd) -> Option<(u64, u64, u32)> {
+/// `fstat(fd)`, if `fd` is open.
+fn stat(fd: RawFd) -> Option<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes a `struct stat` to the pointer, which is valid
     // for one; it is read only on success.
@@ -30,20 +30,24 @@ fn identity(fd: RawFd) -> Option<(u64, u64, u32)> {
         return None;
     }
     // SAFETY: fstat succeeded and filled it.
-    let st = unsafe { st.assume_init() };
-    Some((st.st_dev, st.st_ino, st.st_mode & libc::S_IFMT))
+    Some(unsafe { st.assume_init() })
 }
 
 impl PassedFd {
     /// `fd`, open now, as the file it refers to.
     pub fn of(fd: RawFd) -> std::io::Result<Self> {
-        let (dev, ino, _) = identity(fd).ok_or_else(std::io::Error::last_os_error)?;
-        Ok(Self { fd, dev, ino })
+        let st = stat(fd).ok_or_else(std::io::Error::last_os_error)?;
+        Ok(Self {
+            fd,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
     }
 
-    /// The number, as passed.
-    pub fn raw(&self) -> RawFd {
-        self.fd
+    /// `fstat` of the descriptor, if it is still open on the file it was
+    /// passed for.
+    fn stat_if_passed(&self) -> Option<libc::stat> {
+        stat(self.fd).filter(|st| st.st_dev == self.dev && st.st_ino == self.ino)
     }
 
     /// The environment's form: `FD:DEV:INO`.
@@ -64,9 +68,15 @@ impl PassedFd {
     /// was passed for, and that file is a regular file (`dir` false) or a
     /// folder (`dir` true).
     pub fn current(&self, dir: bool) -> Option<RawFd> {
-        let (dev, ino, kind) = identity(self.fd)?;
         let want = if dir { libc::S_IFDIR } else { libc::S_IFREG };
-        (dev == self.dev && ino == self.ino && kind == want).then_some(self.fd)
+        let st = self.stat_if_passed()?;
+        (st.st_mode & libc::S_IFMT == want).then_some(self.fd)
+    }
+
+    /// The user who owns the file passed, if the descriptor is still open
+    /// on it.
+    pub fn owner(&self) -> Option<u32> {
+        self.stat_if_passed().map(|st| st.st_uid)
     }
 }
 
@@ -132,6 +142,7 @@ mod tests {
         let moved = unsafe { libc::dup2(b.as_raw_fd(), a.as_raw_fd()) };
         assert_eq!(moved, a.as_raw_fd());
         assert_eq!(passed.current(false), None);
+        assert_eq!(passed.owner(), None);
         // Closed (whatever another thread may open at that number since).
         drop(a);
         assert_eq!(passed.current(false), None);
@@ -139,6 +150,8 @@ mod tests {
         let passed_dir = PassedFd::of(folder.as_raw_fd()).unwrap();
         assert_eq!(passed_dir.current(true), Some(folder.as_raw_fd()));
         assert_eq!(passed_dir.current(false), None);
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(passed_dir.owner(), Some(unsafe { libc::geteuid() }));
         // A file made through the folder's descriptor, once only where
         // asked.
         use std::io::Write;

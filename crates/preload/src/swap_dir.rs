@@ -37,17 +37,6 @@ fn may_create_in(dir: &Path) -> bool {
     }
 }
 
-/// The owner of the folder open at `fd`.
-fn owner(fd: std::os::fd::RawFd) -> Option<u32> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstat writes one `struct stat`, read only on success.
-    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return None;
-    }
-    // SAFETY: fstat succeeded.
-    Some(unsafe { st.assume_init() }.st_uid)
-}
-
 /// Where this process makes its swap file instead of `dir`, if `dir`
 /// refuses it and it runs as another user than the one who started the
 /// run (`run_folder`: the folder the run passed down, which that user
@@ -56,10 +45,11 @@ pub(crate) fn instead_of(dir: &Path, run_folder: Option<&PassedFd>) -> Option<Pa
     if may_create_in(dir) {
         return None;
     }
-    let folder = run_folder?.current(true)?;
+    let run_folder = run_folder?;
+    let folder = run_folder.current(true)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    if owner(folder)? == me {
+    if run_folder.owner()? == me {
         return None;
     }
     let other = FALLBACKS

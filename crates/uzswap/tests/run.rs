@@ -12,8 +12,8 @@ const MEMCHECK: &str = env!("CARGO_BIN_EXE_uzswap-memcheck");
 
 mod common;
 use common::{
-    as_nobody, compile_c, compile_c_with, library, run_report, text, uzswap_for_any_user, PROGRAMS,
-    UZSWAP,
+    as_nobody, compile_c, compile_c_with, library, run_report, text, uzswap_for_any_user,
+    AS_NOBODY, PROGRAMS, UZSWAP,
 };
 
 fn tempdir(name: &str) -> PathBuf {
@@ -494,12 +494,7 @@ fn a_program_that_changes_user_keeps_the_runs_limit_and_reports() {
         .arg(&stats)
         .arg("--");
     if root {
-        cmd.args([
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ]);
+        cmd.args(AS_NOBODY);
     }
     let out = cmd
         .arg(&memcheck)

@@ -61,11 +61,18 @@ pub fn uzswap_for_any_user(dir: &Path, programs: &[&Path]) -> PathBuf {
     uz
 }
 
+/// `setpriv` and its arguments to run a program as user nobody.
+pub const AS_NOBODY: [&str; 4] = [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+];
+
 /// `setpriv` running `program` as user nobody.
 pub fn as_nobody(program: &Path) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(program);
+    let mut c = Command::new(AS_NOBODY[0]);
+    c.args(&AS_NOBODY[1..]).arg(program);
     c
 }
 

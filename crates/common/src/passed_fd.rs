@@ -21,8 +21,9 @@ pub struct PassedFd {
     ino: u64,
 }
 
-/// `fstat(fd)`, if `fd` is open.
-fn stat(fd: RawFd) -> Option<libc::stat> {
+/// `fstat(fd)`, if `fd` is open (the runtime sizes the shared-limit file
+/// it maps, by name or passed down, with it too).
+pub fn stat(fd: RawFd) -> Option<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes a `struct stat` to the pointer, which is valid
     // for one; it is read only on success.

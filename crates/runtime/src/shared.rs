@@ -106,25 +106,18 @@ impl Mapping {
     /// Maps `path` (created with mode 0600 and sized if needed; never
     /// through a symbolic link, and only a regular file of this user's).
     fn open(path: &Path) -> std::io::Result<Self> {
-        let file = open_limit_file(path)?;
-        Self::map(file.as_raw_fd(), file.metadata()?.len())
+        Self::map(open_limit_file(path)?.as_raw_fd())
     }
 
-    /// Maps the file open at `fd` (a descriptor `uzswap run` passed down
-    /// and checked by the caller: a regular file, opened for reading and
-    /// writing), sized if needed. The descriptor stays open: the
-    /// process's children inherit it too.
-    fn open_fd(fd: std::os::fd::RawFd) -> std::io::Result<Self> {
-        // SAFETY: the caller checked `fd` is open; the borrow ends here.
-        let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        let meta = std::fs::File::from(file.try_clone_to_owned()?).metadata()?;
-        Self::map(fd, meta.len())
-    }
-
-    /// Sizes the file at `fd` (now `len` bytes) to hold the slots, and
-    /// maps them.
-    fn map(fd: std::os::fd::RawFd, len: u64) -> std::io::Result<Self> {
-        if (len as usize) < FILE_BYTES {
+    /// Sizes the file open at `fd` (for reading and writing: the one
+    /// opened by name, or the descriptor `uzswap run` passed down, which
+    /// stays open for the process's children) to hold the slots, if it is
+    /// smaller, and maps them.
+    fn map(fd: std::os::fd::RawFd) -> std::io::Result<Self> {
+        let len = common::passed_fd::stat(fd)
+            .ok_or_else(std::io::Error::last_os_error)?
+            .st_size;
+        if (len.max(0) as usize) < FILE_BYTES {
             // SAFETY: ftruncate on an open descriptor; the result is checked.
             if unsafe { libc::ftruncate(fd, FILE_BYTES as libc::off_t) } != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -263,7 +256,7 @@ impl SharedLimit {
     /// `path`, which lies in the folder of the user who started it.
     pub fn open_passed(path: &Path, passed: Option<&PassedFd>) -> std::io::Result<Self> {
         let map = match passed.and_then(|p| p.current(false)) {
-            Some(fd) => Mapping::open_fd(fd)?,
+            Some(fd) => Mapping::map(fd)?,
             None => Mapping::open(path)?,
         };
         let pid = std::process::id();

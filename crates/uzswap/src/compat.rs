@@ -48,7 +48,12 @@
 //!   `cases.rs`' `SAVINGS_CASES`, without a limit, each run's memory
 //!   sampled from outside, beside the kernel's zswap at a sweep of fixed
 //!   limits.
+//! * `uzswap bench ab` (`ab.rs`) runs this suite under two builds of
+//!   uzswap in turn (another build's `uzswap compat` and this one's) and
+//!   sets their times side by side: a design change judged on the
+//!   programs.
 
+pub mod ab;
 pub mod bench;
 mod bench_output;
 mod bench_runs;

@@ -206,6 +206,11 @@ enum Bench {
     /// a sweep of fixed memcg limits (the best one: the oracle);
     /// interleaved (root for the kernel's runs)
     Savings(compat::savings::SavingsArgs),
+    /// Two builds of uzswap side by side on the compatibility suite's
+    /// programs: this one and `--baseline` (another commit's `uzswap`),
+    /// interleaved; median elapsed and CPU time under each and the
+    /// speed-up, every output checked against plain by each build's suite
+    Ab(compat::ab::AbArgs),
 }
 
 #[derive(Args, Debug)]
@@ -435,6 +440,16 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(e) => {
                     eprintln!("uzswap bench replay: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Bench(Bench::Ab(a))) => {
+            return match compat::ab::run(&a) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("uzswap bench ab: {e}");
                     ExitCode::from(2)
                 }
             }

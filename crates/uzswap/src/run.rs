@@ -531,6 +531,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             eprintln!("{}", outcome_table(&outcome));
             let total = outcome.report().total;
             let s = report::Savings::of(&total);
+            let share = report::stall_share(total.runtime.stall_ns, outcome.elapsed);
             eprintln!(
                 "uzswap: at exit: {} swapped out, in a {} pool ({}) and {} of tables: {} saved; threads waited on uzswap {:.1}% of the run",
                 human_size(s.swapped_bytes),
@@ -538,11 +539,31 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
                 s.compression_ratio.map(|x| format!("{x:.2}x compression")).unwrap_or_else(|| "empty".into()),
                 human_size(s.table_bytes),
                 signed_size(s.saved_bytes),
-                100.0 * report::stall_share(total.runtime.stall_ns, outcome.elapsed),
+                100.0 * share,
             );
+            if let Some(hint) = limit_hint(share, outcome.control.is_some(), settings.limit_bytes) {
+                eprintln!("{hint}");
+            }
         }
     }
     Ok(outcome.exit_code())
+}
+
+/// Share of a run spent waiting on uzswap past which a fixed limit was
+/// too small for the program: it ran at half its speed or less.
+const THRASH_SHARE: f64 = 0.5;
+
+/// What to say after a run under a fixed `--limit` of `limit_bytes` whose
+/// threads waited `share` of it on uzswap (`None`: nothing). A limit found
+/// by the controller is not the user's guess: it says nothing then.
+fn limit_hint(share: f64, controlled: bool, limit_bytes: usize) -> Option<String> {
+    (!controlled && share > THRASH_SHARE).then(|| {
+        format!(
+            "uzswap: the program waited on paging {:.0}% of the run: --limit {} is well under the memory it keeps using. Without --limit (or with --max-slowdown PCT) uzswap finds the lowest limit for the slowdown you allow",
+            100.0 * share,
+            human_size(limit_bytes as u64),
+        )
+    })
 }
 
 /// Draws a controlled run's ticks: limit and charge (MiB), and the stall
@@ -712,6 +733,22 @@ mod tests {
         let age = process_age(std::process::id()).expect("this process's age");
         assert!(age < std::time::Duration::from_secs(24 * 3600), "{age:?}");
         assert_eq!(process_age(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_fixed_limit_the_program_thrashed_under_gets_a_hint() {
+        let hint = limit_hint(0.73, false, 9 << 20).expect("73% waited: a hint");
+        assert!(
+            hint.contains("73%") && hint.contains("--limit 9M"),
+            "{hint}"
+        );
+        assert!(hint.contains("--max-slowdown"), "{hint}");
+        assert_eq!(limit_hint(0.3, false, 9 << 20), None, "a bearable limit");
+        assert_eq!(
+            limit_hint(0.9, true, 9 << 20),
+            None,
+            "a limit found, not guessed"
+        );
     }
 
     #[test]

@@ -325,8 +325,8 @@ mod tests {
 
 /// What paging saves a process now, worked out from its report's gauges:
 /// the memory a plain run would hold for the pages swapped out, less what
-/// uzswap holds for them (the pool and the page-state tables). Resident
-/// pages cost the same either way.
+/// uzswap holds for them (the pool, the page-state tables, and a swap file
+/// that lives in memory). Resident pages cost the same either way.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Savings {
     /// The limit in force (`--limit`, or the controller's).
@@ -337,8 +337,12 @@ pub struct Savings {
     pub pool_bytes: u64,
     /// The runtime's page-state tables (`table_bytes`).
     pub table_bytes: u64,
-    /// `swapped_bytes - pool_bytes - table_bytes`: negative where the
-    /// tables cost more than little paging saves.
+    /// What the swap file takes in memory where it lives there (tmpfs:
+    /// `swapfile_memory_bytes`): pages written back there left the
+    /// process, not the machine's memory.
+    pub swapfile_memory_bytes: u64,
+    /// `swapped_bytes - pool_bytes - table_bytes - swapfile_memory_bytes`:
+    /// negative where the tables cost more than little paging saves.
     pub saved_bytes: i64,
     /// Plain bytes over pool bytes of the pages in the pool; none while
     /// the pool is empty.
@@ -351,6 +355,7 @@ impl Savings {
         let swapped_bytes = r.swap.swap_used_pages * PAGE;
         let pool_bytes = r.swap.pool_total_size;
         let table_bytes = r.runtime.table_bytes;
+        let swapfile_memory_bytes = r.swap.swapfile_memory_bytes;
         let compression_ratio = (pool_bytes > 0 && r.swap.stored_pages > 0)
             .then(|| (r.swap.stored_pages * PAGE) as f64 / pool_bytes as f64);
         Self {
@@ -358,7 +363,11 @@ impl Savings {
             swapped_bytes,
             pool_bytes,
             table_bytes,
-            saved_bytes: swapped_bytes as i64 - pool_bytes as i64 - table_bytes as i64,
+            swapfile_memory_bytes,
+            saved_bytes: swapped_bytes as i64
+                - pool_bytes as i64
+                - table_bytes as i64
+                - swapfile_memory_bytes as i64,
             compression_ratio,
         }
     }
@@ -397,6 +406,21 @@ mod savings_tests {
         });
         assert_eq!(idle.saved_bytes, -4096);
         assert_eq!(idle.compression_ratio, None);
+    }
+
+    #[test]
+    fn pages_on_a_swap_file_in_memory_are_not_saved() {
+        let mut r = ProcessReport::default();
+        r.swap.swap_used_pages = 2560; // 10 MiB swapped out...
+        r.swap.stored_pages = 512; // ...2 MiB of it in the pool...
+        r.swap.pool_total_size = 1 << 20; // ...held in 1 MiB
+        let on_disk = Savings::of(&r);
+        assert_eq!(on_disk.saved_bytes, 9 << 20);
+        // The other 8 MiB were written back to a file on tmpfs.
+        r.swap.swapfile_memory_bytes = 8 << 20;
+        let s = Savings::of(&r);
+        assert_eq!(s.swapfile_memory_bytes, 8 << 20);
+        assert_eq!(s.saved_bytes, 1 << 20, "only what the pool saved");
     }
 
     #[test]

@@ -84,18 +84,67 @@ fn run_dir_among(var: impl Fn(&str) -> Option<OsString>, uid: u32, shm: Option<&
 
 /// Whether `dir` is a tmpfs folder this process may make entries in.
 fn is_writable_memory_fs(dir: &Path) -> bool {
+    fs_type(dir) == Some(libc::TMPFS_MAGIC) && may_make_entries_in(dir)
+}
+
+/// The `f_type` of the file system `dir` is on; `None` if it cannot be
+/// asked (no such folder).
+fn fs_type(dir: &Path) -> Option<libc::c_long> {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: `statfs` is plain data, filled by the call; `c` is a valid
     // NUL-terminated path.
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: as above; the result is checked.
-    let on_tmpfs =
-        unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0 && fs.f_type == libc::TMPFS_MAGIC;
+    (unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0).then_some(fs.f_type)
+}
+
+/// Whether this process may make entries in `dir`.
+fn may_make_entries_in(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: `c` is a valid path; access only reads it.
-    on_tmpfs && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0
+    let rc = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) };
+    rc == 0
+}
+
+/// Whether `dir` lives in memory (tmpfs, ramfs).
+pub fn in_memory_fs(dir: &Path) -> bool {
+    /// ramfs's `f_type` (`linux/magic.h`; the libc crate has tmpfs's only).
+    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
+    matches!(fs_type(dir), Some(t) if t == libc::TMPFS_MAGIC || t == RAMFS_MAGIC)
+}
+
+/// Where swap files go by default: the temp folder (`$TMPDIR`, else
+/// `/tmp`), unless it lives in memory (a tmpfs `/tmp`, as Fedora, Arch and
+/// Debian 13 mount it). Pages written back to a file there would still take
+/// the machine's memory, only outside the limit: then `/var/tmp`, where it
+/// is on a disk and this user may make files in it. Where both are in
+/// memory, the temp folder (and the run's report says what the file took).
+pub fn default_swapfile_dir() -> PathBuf {
+    let var_tmp = Path::new(VAR_TMP);
+    choose_swapfile_dir(std::env::temp_dir(), var_tmp, in_memory_fs, |d| {
+        d.is_dir() && may_make_entries_in(d)
+    })
+}
+
+/// The folder of long-lived temporary files, on a disk by convention.
+const VAR_TMP: &str = "/var/tmp";
+
+/// [`default_swapfile_dir`]'s choice, its questions passed in.
+fn choose_swapfile_dir(
+    tmp: PathBuf,
+    fallback: &Path,
+    in_memory: impl Fn(&Path) -> bool,
+    usable: impl Fn(&Path) -> bool,
+) -> PathBuf {
+    if in_memory(&tmp) && usable(fallback) && !in_memory(fallback) {
+        fallback.to_path_buf()
+    } else {
+        tmp
+    }
 }
 
 /// This process's real user.
@@ -346,6 +395,36 @@ mod tests {
             is_writable_memory_fs(Path::new(SHM)),
             shm_is_tmpfs && can_make
         );
+    }
+
+    #[test]
+    fn swap_files_go_to_a_disk_where_the_temp_folder_is_in_memory() {
+        let tmp = PathBuf::from("/tmp");
+        let var = Path::new("/var/tmp");
+        let memory =
+            |set: &'static [&'static str]| move |d: &Path| set.iter().any(|m| d == Path::new(m));
+        let yes = |_: &Path| true;
+        // The temp folder on a disk: it.
+        assert_eq!(choose_swapfile_dir(tmp.clone(), var, memory(&[]), yes), tmp);
+        // A tmpfs /tmp: /var/tmp on a disk.
+        assert_eq!(
+            choose_swapfile_dir(tmp.clone(), var, memory(&["/tmp"]), yes),
+            var
+        );
+        // Both in memory, or /var/tmp not ours to write: the temp folder.
+        assert_eq!(
+            choose_swapfile_dir(tmp.clone(), var, memory(&["/tmp", "/var/tmp"]), yes),
+            tmp
+        );
+        assert_eq!(
+            choose_swapfile_dir(tmp.clone(), var, memory(&["/tmp"]), |_: &Path| false),
+            tmp
+        );
+        // The real questions: /dev/shm is memory, /proc is not, nor is a
+        // missing folder.
+        assert!(in_memory_fs(Path::new(SHM)));
+        assert!(!in_memory_fs(Path::new("/proc")));
+        assert!(!in_memory_fs(Path::new("/no/such/folder")));
     }
 
     #[test]

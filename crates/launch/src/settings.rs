@@ -76,7 +76,7 @@ settings! {
             WRITEBACK = "UZSWAP_WRITEBACK", flag "--no-writeback", example "0",
             SWITCH "1 or 0";
         /// Folder the swap file is made in.
-        swapfile_dir: PathBuf = std::env::temp_dir(),
+        swapfile_dir: PathBuf = crate::rundir::default_swapfile_dir(),
             SWAPFILE_DIR = "UZSWAP_SWAPFILE_DIR", flag "--swapfile-dir", example "/var/tmp",
             PATH "a folder";
         /// Size of the (sparse) swap file.

@@ -374,6 +374,30 @@ impl SwapFile {
         self.in_memory
     }
 
+    /// Bytes of memory the file itself takes: on a file that lives in
+    /// memory (tmpfs, ramfs), what its pages take there (its allocated
+    /// blocks; without a descriptor to ask, the pages written on it); on a
+    /// disk 0, the file being kept out of the page cache. Pages written
+    /// back to a file in memory leave the process's memory and the limit,
+    /// not the machine's: paging did not save them.
+    pub fn memory_bytes(&self) -> u64 {
+        if !self.in_memory {
+            return 0;
+        }
+        let written = (self.written_slots() * PAGE_SIZE) as u64;
+        let Some(fd) = self.raw_fd() else {
+            return written;
+        };
+        // SAFETY: a zeroed stat is a valid buffer for fstat to fill.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a descriptor this device holds open, and a buffer of the
+        // right type; the result is checked.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return written;
+        }
+        st.st_blocks as u64 * 512
+    }
+
     /// The file under the device, for advisory locks; `None` in memory.
     pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         self.io.raw_fd()

@@ -139,3 +139,34 @@ fn tempfile_in(dir: &std::path::Path) -> std::fs::File {
     std::fs::remove_file(&path).unwrap();
     file
 }
+
+/// A swap file's own memory: on tmpfs, the pages written on it (they are
+/// the file, and take memory outside any process); on a disk, none.
+#[test]
+fn a_file_in_memory_takes_memory_for_its_pages_and_one_on_a_disk_none() {
+    use swapfile::{IoBackend, Protection, SwapFile};
+    let write = |dir: &std::path::Path| {
+        let dev = SwapFile::create_in(dir, 1024, IoBackend::Pread, Protection::Encrypted).unwrap();
+        let slots = dev.alloc(16).unwrap();
+        let pages: Vec<Vec<u8>> = (0..16).map(page).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        dev.write_pages(&slots, &refs).unwrap();
+        dev
+    };
+    let on_disk = write(&dir());
+    assert!(!on_disk.in_memory());
+    assert_eq!(on_disk.memory_bytes(), 0);
+    let shm = std::path::Path::new("/dev/shm");
+    assert_eq!(
+        fs_type(shm),
+        libc::TMPFS_MAGIC,
+        "/dev/shm is a tmpfs on Linux"
+    );
+    let in_memory = write(shm);
+    assert!(in_memory.in_memory());
+    let bytes = in_memory.memory_bytes();
+    assert!(
+        (16 * PAGE_SIZE as u64..=1024 * PAGE_SIZE as u64).contains(&bytes),
+        "16 pages written on tmpfs take {bytes} bytes"
+    );
+}

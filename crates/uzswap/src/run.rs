@@ -63,7 +63,9 @@ pub struct RuntimeArgs {
     #[arg(long)]
     pub no_writeback: bool,
     /// Folder the swap file is made in (an O_TMPFILE of mode 0600: never
-    /// linked there). Default: the temp folder.
+    /// linked there). Default: the temp folder, or /var/tmp where the temp
+    /// folder is in memory (a tmpfs /tmp: pages written back there would
+    /// still take memory).
     #[arg(long)]
     pub swapfile_dir: Option<PathBuf>,
     /// Swap file size (sparse).
@@ -533,11 +535,12 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
             let s = report::Savings::of(&total);
             let share = report::stall_share(total.runtime.stall_ns, outcome.elapsed);
             eprintln!(
-                "uzswap: at exit: {} swapped out, in a {} pool ({}) and {} of tables: {} saved; threads waited on uzswap {:.1}% of the run",
+                "uzswap: at exit: {} swapped out, in a {} pool ({}) and {} of tables{}: {} saved; threads waited on uzswap {:.1}% of the run",
                 human_size(s.swapped_bytes),
                 human_size(s.pool_bytes),
                 s.compression_ratio.map(|x| format!("{x:.2}x compression")).unwrap_or_else(|| "empty".into()),
                 human_size(s.table_bytes),
+                swapfile_in_memory(&s),
                 signed_size(s.saved_bytes),
                 100.0 * share,
             );
@@ -547,6 +550,18 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         }
     }
     Ok(outcome.exit_code())
+}
+
+/// What a swap file in memory holds, for the savings lines: pages written
+/// back there still take the machine's memory, so they are not saved.
+fn swapfile_in_memory(s: &report::Savings) -> String {
+    match s.swapfile_memory_bytes {
+        0 => String::new(),
+        b => format!(
+            ", and {} on a swap file in memory (tmpfs: --swapfile-dir on a disk saves it)",
+            human_size(b)
+        ),
+    }
 }
 
 /// Share of a run spent waiting on uzswap past which a fixed limit was
@@ -669,11 +684,12 @@ fn savings_rows(
         (
             "memory saved",
             format!(
-                "{} ({} swapped out, held in a {} pool and {} of tables)",
+                "{} ({} swapped out, held in a {} pool and {} of tables{})",
                 signed_size(s.saved_bytes),
                 human_size(s.swapped_bytes),
                 human_size(s.pool_bytes),
-                human_size(s.table_bytes)
+                human_size(s.table_bytes),
+                swapfile_in_memory(&s),
             ),
         ),
         (
@@ -761,6 +777,15 @@ mod tests {
         assert!(row("memory saved").starts_with("-8K "), "{rows:?}");
         assert!(row("stall share").starts_with("5.0% "), "{rows:?}");
         assert!(row("compression ratio").starts_with("- "), "{rows:?}");
+        r.swap.swapfile_memory_bytes = 2 << 20;
+        let rows = savings_rows(&r, None);
+        let row = |n: &str| rows.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        assert!(
+            row("memory saved").starts_with("-2M ")
+                && row("memory saved").contains("2M on a swap file in memory"),
+            "{rows:?}"
+        );
+        r.swap.swapfile_memory_bytes = 0;
         r.runtime.cold_1s_bytes = 3 << 20;
         let rows = savings_rows(&r, None);
         let row = |n: &str| rows.iter().find(|(k, _)| *k == n).unwrap().1.clone();

@@ -8,9 +8,10 @@ common::counters! {
     /// A snapshot of the store's counters, in the kernel's names.
     pub struct Stats;
     /// Live counters (atomics), shared by the cache and the swap layer.
-    /// The four gauges (`stored_pages`, `pool_total_size`,
-    /// `swap_cache_pages`, `swap_used_pages`) are read from the structures themselves when a
-    /// snapshot is taken ([`crate::Swap::stats`]); their atomics stay 0.
+    /// The five gauges (`stored_pages`, `pool_total_size`,
+    /// `swap_cache_pages`, `swap_used_pages`, `swapfile_memory_bytes`) are
+    /// read from the structures themselves when a snapshot is taken
+    /// ([`crate::Swap::stats`]); their atomics stay 0.
     pub(crate) struct Counters;
     /// Pages in zswap now (debugfs `stored_pages`).
     stored_pages: u64,
@@ -21,6 +22,9 @@ common::counters! {
     /// Pages swapped out now, in the pool, on the swap file or as zero
     /// pages: the swap slots in use (meminfo's `SwapTotal - SwapFree`).
     swap_used_pages: u64,
+    /// Bytes of memory the swap file takes where it lives in memory
+    /// (tmpfs, ramfs: the pages written back there); 0 on a disk.
+    swapfile_memory_bytes: u64,
     /// Pages stored in zswap (vmstat `zswpout`).
     zswpout: u64,
     /// Pages loaded from zswap (vmstat `zswpin`).

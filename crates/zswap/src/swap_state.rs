@@ -820,6 +820,7 @@ impl Swap {
         s.pool_total_size = self.zswap.pool_total_size() as u64;
         s.swap_cache_pages = self.cache.lock().pages.len() as u64;
         s.swap_used_pages = self.dev.used_slots() as u64;
+        s.swapfile_memory_bytes = self.dev.memory_bytes();
         s
     }
 }

@@ -232,6 +232,21 @@ pub(super) fn create_work(w: &WorkArgs, name: &str) -> Result<Work, String> {
     Ok(Work { root, keep: w.keep })
 }
 
+/// Where a bench's uzswap run makes its swap file: its scratch folder,
+/// unless that lives in memory (a work folder in /dev/shm), then /var/tmp,
+/// where the kernel's runs have theirs. Beside the kernel's swap on a
+/// disk, a file in memory would make uzswap's reads memory copies, and
+/// the pages written there would escape the memory the benches measure
+/// (process RSS and the kernel's pool).
+pub(super) fn swapfile_dir(scratch: &Path) -> PathBuf {
+    let var_tmp = Path::new("/var/tmp");
+    if launch::rundir::in_memory_fs(scratch) && !launch::rundir::in_memory_fs(var_tmp) {
+        var_tmp.to_path_buf()
+    } else {
+        scratch.to_path_buf()
+    }
+}
+
 /// What every program's runs share.
 pub(super) struct Bench<'a> {
     pub(super) args: &'a ProgramsArgs,
@@ -436,7 +451,7 @@ impl Bench<'_> {
                     "--compressor".into(),
                     self.args.compressor.clone(),
                     "--swapfile-dir".into(),
-                    scratch.display().to_string(),
+                    swapfile_dir(&scratch).display().to_string(),
                     "--stats-out".into(),
                     stats.display().to_string(),
                 ]);
@@ -594,6 +609,20 @@ fn system_result(system: System, runs: Vec<Sample>) -> SystemResult {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_bench_keeps_uzswaps_swap_file_out_of_memory_as_the_kernels() {
+        let var_tmp = Path::new("/var/tmp");
+        if launch::rundir::in_memory_fs(var_tmp) {
+            // No disk to go to: the scratch folder stays (nothing to check).
+            assert_eq!(swapfile_dir(Path::new("/dev/shm")), Path::new("/dev/shm"));
+            return;
+        }
+        assert_eq!(swapfile_dir(Path::new("/dev/shm")), var_tmp);
+        // A scratch folder on a disk stays.
+        let on_disk = var_tmp.join("uzswap-bench-scratch");
+        assert_eq!(swapfile_dir(&on_disk), on_disk);
+    }
 
     fn sample(ms: u64, problem: Option<&str>) -> Sample {
         Sample {

@@ -13,6 +13,7 @@
 //! or that failed, is left out of its medians and counted in its row.
 //! The two builds must name the cases alike (`uzswap compat --list`).
 
+use super::bench_runs::{create_work, WorkArgs};
 use super::summary::csv_field;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
@@ -53,16 +54,11 @@ pub struct AbArgs {
     /// not the disk's reads.
     #[arg(long)]
     pub swapfile_dir: Option<PathBuf>,
-    /// Folder the suites' work folders (and this bench's logs) go in
-    /// (default: $TMPDIR).
-    #[arg(long)]
-    pub work_dir: Option<PathBuf>,
-    /// Keep this bench's folder (each suite's CSV and output).
-    #[arg(long)]
-    pub keep: bool,
-    /// Also write every run of both builds as CSV to this file.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// The bench's work folder (each suite's CSV and output; the suites'
+    /// own work folders go beside it) and its CSV of every run of both
+    /// builds.
+    #[command(flatten)]
+    pub work: WorkArgs,
 }
 
 /// Which build a run was of.
@@ -367,9 +363,9 @@ pub fn run(a: &AbArgs) -> Result<bool, String> {
         .map_err(|e| format!("--baseline {}: {e}", a.baseline.display()))?;
     let this_build =
         std::env::current_exe().map_err(|e| format!("cannot find this uzswap: {e}"))?;
-    let parent = a.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let work = parent.join(format!("uzswap-ab-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let parent = a.work.work_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let folder = create_work(&a.work, "ab")?;
+    let work = folder.root.clone();
     println!(
         "uzswap bench ab: {} under {} (baseline) and {} (this build), {} rounds, interleaved",
         a.only.join(", "),
@@ -406,7 +402,7 @@ pub fn run(a: &AbArgs) -> Result<bool, String> {
     }
     progress.finish();
     if let Err(e) = result {
-        println!("bench folder kept: {}", work.display());
+        println!("work folder kept: {}", work.display());
         return Err(e);
     }
     let rows = summarize(&runs);
@@ -415,14 +411,13 @@ pub fn run(a: &AbArgs) -> Result<bool, String> {
         "speed-up: the baseline's median elapsed time over this build's (above 1: this build is faster)"
     );
     draw(&rows);
-    if let Some(out) = &a.out {
+    if let Some(out) = &a.work.out {
         write_csv(out, &runs)?;
     }
-    if a.keep {
-        println!("bench folder kept: {}", work.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
+    if folder.keep {
+        println!("work folder kept: {}", work.display());
     }
+    folder.remove_unless_kept();
     Ok(runs.iter().all(|r| r.ok))
 }
 

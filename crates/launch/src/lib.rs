@@ -23,6 +23,9 @@
 //!   shared limit while the program waits little on uzswap and raises it
 //!   when it waits more (Senpai's loop, on the runtimes' own stall
 //!   counts).
+//! * [`thrash`]: under a fixed limit, a watch that tells the user once,
+//!   while the run goes on, that the program waits on paging more than
+//!   half of ten seconds (the limit was a guess too low).
 //! * [`report`]: the per-process report, typed ([`report::ProcessReport`])
 //!   on both sides of its text form: the preloaded program writes it
 //!   (`STATS_DIR/PID.stats` at exit, `RUN_DIR/PID.sock` live), `uzswap run`
@@ -40,6 +43,7 @@ pub mod report;
 pub mod run;
 pub mod rundir;
 pub mod settings;
+pub mod thrash;
 
 pub use report::ProcessReport;
 pub use run::{

@@ -149,6 +149,10 @@ pub struct Launch {
     /// controller ([`crate::control`]) then moves the shared limit under
     /// `settings.limit_bytes`, the ceiling.
     pub max_slowdown: Option<f64>,
+    /// Under a fixed shared limit, say once on stderr, while the run goes
+    /// on, if its threads wait on paging more than half of ten seconds
+    /// ([`crate::thrash`]).
+    pub warn_thrash: bool,
 }
 
 /// User and system CPU time of this process's waited-for children so far.
@@ -206,6 +210,7 @@ impl Launch {
         let dir = new_stats_dir("uzswap-run")?;
         let mut cmd = self.run_command(&dir)?;
         let controller = self.start_controller(&dir)?;
+        let watching = self.start_thrash_watch(&dir, controller.is_some());
         let (user0, sys0) = children_cpu();
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
@@ -217,7 +222,31 @@ impl Launch {
             cmd: self.command.join(" "),
             source,
         });
+        if let Some(w) = watching {
+            w.finish();
+        }
         finish(status, start, (user0, sys0), controller, &dir, None)
+    }
+
+    /// With `warn_thrash`, a fixed limit the run's processes share, and no
+    /// controller: the watch that tells the user their limit is too low
+    /// while the run goes on. A watch that cannot start costs the run
+    /// nothing but the warning.
+    fn start_thrash_watch(&self, dir: &Path, controlled: bool) -> Option<crate::thrash::Watching> {
+        if !self.warn_thrash || controlled || self.per_process_limit {
+            return None;
+        }
+        let limit = self.settings.limit_bytes;
+        let path = shared_limit_path(&self.settings, dir);
+        crate::thrash::Watching::start(&path, crate::thrash::WINDOW, move |share| {
+            eprintln!(
+                "uzswap: the program has waited on paging {:.0}% of the last {} s: --limit {} is well under the memory it keeps using, and it may run many times slower than plain. Without --limit (or with --max-slowdown PCT) uzswap finds the lowest limit for the slowdown you allow",
+                100.0 * share,
+                crate::thrash::WINDOW.as_secs(),
+                crate::settings::format_size(limit),
+            );
+        })
+        .ok()
     }
 
     /// With `--max-slowdown`: starts the controller of the run's shared

@@ -147,6 +147,7 @@ fn run_once(shape: &Shape, mode: Mode, library: &Path) -> Result<(f64, f64), Ben
             let job = Launch {
                 per_process_limit: true,
                 max_slowdown: None,
+                warn_thrash: false,
                 settings,
                 library: library.to_path_buf(),
                 command: args,

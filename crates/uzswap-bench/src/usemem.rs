@@ -269,6 +269,7 @@ pub fn run_uzswap(
     let job = Launch {
         per_process_limit: false,
         max_slowdown: None,
+        warn_thrash: false,
         settings: settings.clone(),
         library: library.to_path_buf(),
         command: std::iter::once(w.worker.display().to_string())

@@ -415,6 +415,7 @@ pub fn run(a: &RunArgs) -> Result<i32, String> {
         command: a.command.clone(),
         per_process_limit: a.runtime.per_process_limit,
         max_slowdown: a.max_slowdown(),
+        warn_thrash: !a.quiet,
     };
     if a.plot.is_some() && job.max_slowdown.is_none() {
         return Err("--plot draws the limit found: give --max-slowdown (or no --limit)".into());
@@ -843,6 +844,7 @@ mod tests {
             command: vec!["true".into()],
             per_process_limit: args.per_process_limit,
             max_slowdown: None,
+            warn_thrash: false,
         };
         let cmd = job
             .command(std::path::Path::new("/nonexistent/stats"))

@@ -565,15 +565,13 @@ fn swapfile_in_memory(s: &report::Savings) -> String {
     }
 }
 
-/// Share of a run spent waiting on uzswap past which a fixed limit was
-/// too small for the program: it ran at half its speed or less.
-const THRASH_SHARE: f64 = 0.5;
-
 /// What to say after a run under a fixed `--limit` of `limit_bytes` whose
-/// threads waited `share` of it on uzswap (`None`: nothing). A limit found
-/// by the controller is not the user's guess: it says nothing then.
+/// threads waited `share` of it on uzswap (`None`: nothing): past
+/// [`launch::thrash::SHARE`], the share the watch tells of while the run
+/// goes on, the program ran at half its speed or less. A limit found by
+/// the controller is not the user's guess: it says nothing then.
 fn limit_hint(share: f64, controlled: bool, limit_bytes: usize) -> Option<String> {
-    (!controlled && share > THRASH_SHARE).then(|| {
+    (!controlled && share > launch::thrash::SHARE).then(|| {
         format!(
             "uzswap: the program waited on paging {:.0}% of the run: --limit {} is well under the memory it keeps using. Without --limit (or with --max-slowdown PCT) uzswap finds the lowest limit for the slowdown you allow",
             100.0 * share,

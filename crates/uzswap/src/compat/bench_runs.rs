@@ -240,7 +240,8 @@ pub(super) fn create_work(w: &WorkArgs, name: &str) -> Result<Work, String> {
 /// (process RSS and the kernel's pool).
 pub(super) fn swapfile_dir(scratch: &Path) -> PathBuf {
     let var_tmp = Path::new("/var/tmp");
-    if launch::rundir::in_memory_fs(scratch) && !launch::rundir::in_memory_fs(var_tmp) {
+    let on_disk = var_tmp.is_dir() && !launch::rundir::in_memory_fs(var_tmp);
+    if launch::rundir::in_memory_fs(scratch) && on_disk {
         var_tmp.to_path_buf()
     } else {
         scratch.to_path_buf()
@@ -613,8 +614,8 @@ mod tests {
     #[test]
     fn a_bench_keeps_uzswaps_swap_file_out_of_memory_as_the_kernels() {
         let var_tmp = Path::new("/var/tmp");
-        if launch::rundir::in_memory_fs(var_tmp) {
-            // No disk to go to: the scratch folder stays (nothing to check).
+        if !var_tmp.is_dir() || launch::rundir::in_memory_fs(var_tmp) {
+            // No folder on a disk to go to: the scratch folder stays.
             assert_eq!(swapfile_dir(Path::new("/dev/shm")), Path::new("/dev/shm"));
             return;
         }

@@ -34,6 +34,7 @@ pub mod counters;
 pub mod decimal;
 pub mod discard;
 pub mod kcmp;
+pub mod memfs;
 pub mod meminfo;
 pub mod name_value;
 pub mod passed_fd;

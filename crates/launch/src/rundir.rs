@@ -84,56 +84,53 @@ fn run_dir_among(var: impl Fn(&str) -> Option<OsString>, uid: u32, shm: Option<&
 
 /// Whether `dir` is a tmpfs folder this process may make entries in.
 fn is_writable_memory_fs(dir: &Path) -> bool {
-    fs_type(dir) == Some(libc::TMPFS_MAGIC) && may_make_entries_in(dir)
+    common::memfs::fs_type(dir) == Some(libc::TMPFS_MAGIC) && may_make_entries_in(dir)
 }
 
-/// The `f_type` of the file system `dir` is on; `None` if it cannot be
-/// asked (no such folder).
-fn fs_type(dir: &Path) -> Option<libc::c_long> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `statfs` is plain data, filled by the call; `c` is a valid
-    // NUL-terminated path.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; the result is checked.
-    (unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0).then_some(fs.f_type)
-}
-
-/// Whether this process may make entries in `dir`.
-fn may_make_entries_in(dir: &Path) -> bool {
+/// Whether this process, as its effective user, may make entries in
+/// `dir` (a process that changed user asks as its new one).
+pub fn may_make_entries_in(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: `c` is a valid path; access only reads it.
-    let rc = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) };
+    // SAFETY: faccessat with a NUL-terminated path; no memory is written.
+    let rc = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        )
+    };
     rc == 0
 }
 
-/// Whether `dir` lives in memory (tmpfs, ramfs).
-pub fn in_memory_fs(dir: &Path) -> bool {
-    /// ramfs's `f_type` (`linux/magic.h`; the libc crate has tmpfs's only).
-    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
-    matches!(fs_type(dir), Some(t) if t == libc::TMPFS_MAGIC || t == RAMFS_MAGIC)
+/// Where swap files go by default: [`on_a_disk`] of the temp folder
+/// (`$TMPDIR`, else `/tmp`), which lives in memory where `/tmp` is a tmpfs,
+/// as Fedora, Arch and Debian 13 mount it.
+pub fn default_swapfile_dir() -> PathBuf {
+    on_a_disk(std::env::temp_dir())
 }
 
-/// Where swap files go by default: the temp folder (`$TMPDIR`, else
-/// `/tmp`), unless it lives in memory (a tmpfs `/tmp`, as Fedora, Arch and
-/// Debian 13 mount it). Pages written back to a file there would still take
-/// the machine's memory, only outside the limit: then `/var/tmp`, where it
-/// is on a disk and this user may make files in it. Where both are in
-/// memory, the temp folder (and the run's report says what the file took).
-pub fn default_swapfile_dir() -> PathBuf {
-    let var_tmp = Path::new(VAR_TMP);
-    choose_swapfile_dir(std::env::temp_dir(), var_tmp, in_memory_fs, |d| {
-        d.is_dir() && may_make_entries_in(d)
-    })
+/// Where a swap file goes instead of `dir`: `dir` itself, unless it lives
+/// in memory (pages written back to a file there would still take the
+/// machine's memory, only outside the limit); then [`VAR_TMP`], where it
+/// is a folder on a disk this user may make files in. Where both are in
+/// memory, `dir` (and the run's report says what the file took).
+pub fn on_a_disk(dir: PathBuf) -> PathBuf {
+    choose_swapfile_dir(
+        dir,
+        Path::new(VAR_TMP),
+        common::memfs::path_in_memory,
+        |d| d.is_dir() && may_make_entries_in(d),
+    )
 }
 
 /// The folder of long-lived temporary files, on a disk by convention.
-const VAR_TMP: &str = "/var/tmp";
+pub const VAR_TMP: &str = "/var/tmp";
 
-/// [`default_swapfile_dir`]'s choice, its questions passed in.
+/// [`on_a_disk`]'s choice, its questions passed in.
 fn choose_swapfile_dir(
     tmp: PathBuf,
     fallback: &Path,
@@ -420,11 +417,6 @@ mod tests {
             choose_swapfile_dir(tmp.clone(), var, memory(&["/tmp"]), |_: &Path| false),
             tmp
         );
-        // The real questions: /dev/shm is memory, /proc is not, nor is a
-        // missing folder.
-        assert!(in_memory_fs(Path::new(SHM)));
-        assert!(!in_memory_fs(Path::new("/proc")));
-        assert!(!in_memory_fs(Path::new("/no/such/folder")));
     }
 
     #[test]

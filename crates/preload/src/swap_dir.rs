@@ -9,40 +9,23 @@
 //! that user's and stays an error.
 
 use common::passed_fd::PassedFd;
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
+use launch::rundir::{may_make_entries_in, VAR_TMP};
 use std::path::{Path, PathBuf};
 
 /// Folders tried, in order, by a process the run's folder refuses.
-const FALLBACKS: [&str; 2] = ["/var/tmp", "/tmp"];
+const FALLBACKS: [&str; 2] = [VAR_TMP, "/tmp"];
 
 /// Name of the note, in the run's folder for other users' counters, that
 /// the first process to fall back leaves (so that one says so), and that
 /// `uzswap run` prints at the end of the run.
 const SAID: &str = "swapfile-dir.note";
 
-/// Whether this process, as its effective user, may create files in `dir`.
-fn may_create_in(dir: &Path) -> bool {
-    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: faccessat with a NUL-terminated path; no memory is written.
-    unsafe {
-        libc::faccessat(
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::W_OK | libc::X_OK,
-            libc::AT_EACCESS,
-        ) == 0
-    }
-}
-
 /// Where this process makes its swap file instead of `dir`, if `dir`
 /// refuses it and it runs as another user than the one who started the
 /// run (`run_folder`: the folder the run passed down, which that user
 /// owns); `None`: `dir` as asked.
 pub(crate) fn instead_of(dir: &Path, run_folder: Option<&PassedFd>) -> Option<PathBuf> {
-    if may_create_in(dir) {
+    if may_make_entries_in(dir) {
         return None;
     }
     let run_folder = run_folder?;
@@ -55,7 +38,7 @@ pub(crate) fn instead_of(dir: &Path, run_folder: Option<&PassedFd>) -> Option<Pa
     let other = FALLBACKS
         .iter()
         .map(Path::new)
-        .find(|d| may_create_in(d))?
+        .find(|d| may_make_entries_in(d))?
         .to_path_buf();
     say_once(folder, me, dir, &other);
     Some(other)

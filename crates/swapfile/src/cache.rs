@@ -134,15 +134,7 @@ impl CacheDrop {
 /// file and cannot leave. A file system that cannot be asked counts as
 /// a disk.
 pub(crate) fn in_memory(fd: RawFd) -> bool {
-    /// ramfs's `f_type` (`linux/magic.h`; the libc crate has tmpfs's only).
-    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
-    // SAFETY: a zeroed statfs is a valid buffer for fstatfs to fill.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a file descriptor and a buffer of the right type.
-    if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
-        return false;
-    }
-    st.f_type == libc::TMPFS_MAGIC || st.f_type == RAMFS_MAGIC
+    common::memfs::fd_in_memory(fd)
 }
 
 #[cfg(test)]

@@ -233,19 +233,13 @@ pub(super) fn create_work(w: &WorkArgs, name: &str) -> Result<Work, String> {
 }
 
 /// Where a bench's uzswap run makes its swap file: its scratch folder,
-/// unless that lives in memory (a work folder in /dev/shm), then /var/tmp,
-/// where the kernel's runs have theirs. Beside the kernel's swap on a
-/// disk, a file in memory would make uzswap's reads memory copies, and
-/// the pages written there would escape the memory the benches measure
-/// (process RSS and the kernel's pool).
+/// or /var/tmp where that lives in memory (a work folder in /dev/shm)
+/// ([`launch::rundir::on_a_disk`]), where the kernel's runs have theirs.
+/// Beside the kernel's swap on a disk, a file in memory would make
+/// uzswap's reads memory copies, and the pages written there would escape
+/// the memory the benches measure (process RSS and the kernel's pool).
 pub(super) fn swapfile_dir(scratch: &Path) -> PathBuf {
-    let var_tmp = Path::new("/var/tmp");
-    let on_disk = var_tmp.is_dir() && !launch::rundir::in_memory_fs(var_tmp);
-    if launch::rundir::in_memory_fs(scratch) && on_disk {
-        var_tmp.to_path_buf()
-    } else {
-        scratch.to_path_buf()
-    }
+    launch::rundir::on_a_disk(scratch.to_path_buf())
 }
 
 /// What every program's runs share.
@@ -613,8 +607,8 @@ mod tests {
 
     #[test]
     fn a_bench_keeps_uzswaps_swap_file_out_of_memory_as_the_kernels() {
-        let var_tmp = Path::new("/var/tmp");
-        if !var_tmp.is_dir() || launch::rundir::in_memory_fs(var_tmp) {
+        let var_tmp = Path::new(launch::rundir::VAR_TMP);
+        if !var_tmp.is_dir() || common::memfs::path_in_memory(var_tmp) {
             // No folder on a disk to go to: the scratch folder stays.
             assert_eq!(swapfile_dir(Path::new("/dev/shm")), Path::new("/dev/shm"));
             return;

@@ -268,8 +268,23 @@ fn has_swapfile_dir(bin: &Path) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--swapfile-dir"))
 }
 
-/// The `uzswap compat` command line of one suite run.
-fn suite_args(a: &AbArgs, bin: &Path, parent: &Path, csv: &Path) -> Vec<String> {
+/// One build under test: its `uzswap` and the `compat` arguments each of
+/// its suite runs takes but `--out` (its flags asked of it once).
+struct Build {
+    side: Side,
+    bin: PathBuf,
+    args: Vec<String>,
+}
+
+impl Build {
+    fn new(a: &AbArgs, side: Side, bin: PathBuf, parent: &Path) -> Self {
+        let args = suite_args(a, &bin, parent);
+        Self { side, bin, args }
+    }
+}
+
+/// The `uzswap compat` command line of a build's suite runs, but `--out`.
+fn suite_args(a: &AbArgs, bin: &Path, parent: &Path) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "compat".into(),
         if a.full { "--full" } else { "--quick" }.into(),
@@ -278,8 +293,6 @@ fn suite_args(a: &AbArgs, bin: &Path, parent: &Path, csv: &Path) -> Vec<String> 
         "--no-plot".into(),
         "--work-dir".into(),
         parent.display().to_string(),
-        "--out".into(),
-        csv.display().to_string(),
     ];
     if let Some(u) = &a.users {
         args.extend(["--users".into(), u.clone()]);
@@ -292,15 +305,10 @@ fn suite_args(a: &AbArgs, bin: &Path, parent: &Path, csv: &Path) -> Vec<String> 
     args
 }
 
-/// Runs one build's suite for `round` (its work folder in `parent`, its
-/// CSV and output in `work`); its paged runs.
-fn run_suite(
-    a: &AbArgs,
-    side: Side,
-    bin: &Path,
-    (parent, work): (&Path, &Path),
-    round: usize,
-) -> Result<Vec<AbRun>, String> {
+/// Runs one build's suite for `round` (its CSV and output in `work`);
+/// its paged runs.
+fn run_suite(build: &Build, work: &Path, round: usize) -> Result<Vec<AbRun>, String> {
+    let (side, bin) = (build.side, &build.bin);
     let slug = match side {
         Side::Baseline => "baseline",
         Side::ThisBuild => "this",
@@ -312,7 +320,9 @@ fn run_suite(
         .try_clone()
         .map_err(|e| format!("{}: {e}", log.display()))?;
     let status = Command::new(bin)
-        .args(suite_args(a, bin, parent, &csv))
+        .args(&build.args)
+        .arg("--out")
+        .arg(&csv)
         .stdout(log_file)
         .stderr(err_file)
         .status()
@@ -373,17 +383,20 @@ pub fn run(a: &AbArgs) -> Result<bool, String> {
         this_build.display(),
         a.reps
     );
+    let baseline = Build::new(a, Side::Baseline, baseline, &parent);
+    let this_build = Build::new(a, Side::ThisBuild, this_build, &parent);
     let progress = Progress::new("bench ab", (a.reps * 2) as u64);
     let mut runs = Vec::new();
     let mut result = Ok(());
     'rounds: for round in 1..=a.reps {
         let order = if round % 2 == 1 {
-            [(Side::Baseline, &baseline), (Side::ThisBuild, &this_build)]
+            [&baseline, &this_build]
         } else {
-            [(Side::ThisBuild, &this_build), (Side::Baseline, &baseline)]
+            [&this_build, &baseline]
         };
-        for (side, bin) in order {
-            match run_suite(a, side, bin, (&parent, &work), round) {
+        for build in order {
+            let side = build.side;
+            match run_suite(build, &work, round) {
                 Ok(r) => {
                     let ok = r.iter().filter(|r| r.ok).count();
                     progress.step(&format!(

@@ -21,6 +21,7 @@
 //!   `process_madvise` (one TLB flush): the runtime's eviction and
 //!   zsmalloc's arena both give memory back this way.
 //! * [`meminfo`]: fields of `/proc/meminfo`, in bytes.
+//! * [`memfs`]: whether a file or folder lives in memory (tmpfs, ramfs).
 //! * [`proc_stat`]: fields of `/proc/PID/stat` (process group, start
 //!   time, resident set).
 //! * [`passed_fd::PassedFd`]: a descriptor `uzswap run` leaves open for

@@ -307,7 +307,7 @@ fn flags_table() -> String {
 type Counter = fn(&ProcessReport) -> u64;
 
 /// The rows users compare, in the kernel's names.
-const SUMMARY: [(&str, Counter); 21] = [
+const SUMMARY: [(&str, Counter); 22] = [
     ("peak_rss_bytes", |r| r.program.peak_rss_bytes),
     ("charged_pages", |r| r.runtime.charged_pages),
     ("region_allocs", |r| r.program.region_allocs),
@@ -328,6 +328,7 @@ const SUMMARY: [(&str, Counter); 21] = [
     ("pswpin", |r| r.swap.pswpin),
     ("reject_compress_poor", |r| r.swap.reject_compress_poor),
     ("pool_limit_hit", |r| r.swap.pool_limit_hit),
+    ("pool_bypassed", |r| r.swap.pool_bypassed),
     ("pool_total_size", |r| r.swap.pool_total_size),
 ];
 

@@ -32,6 +32,10 @@ common::counters! {
     /// Pages written back from zswap to the swap file (debugfs
     /// `written_back_pages`; vmstat's `zswpwb` counts the same pages).
     written_back_pages: u64,
+    /// Pages stored straight to the swap file, past the pool, because
+    /// the caller found the pool's pass cost more than it saved
+    /// ([`crate::Swap::swap_out_to_file`]; no kernel counterpart).
+    pool_bypassed: u64,
     /// Stores refused because the pool was at its limit.
     pool_limit_hit: u64,
     /// Pages that did not compress, with writeback off.

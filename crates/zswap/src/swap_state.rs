@@ -45,6 +45,15 @@ impl SwapOutReport {
     pub const ON_FILE: u16 = u16::MAX;
 }
 
+/// Where [`Swap::store_folio`] sends the pages that are not zero.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StoreTo {
+    /// The pool, or the swap file if the pool rejects them.
+    Pool,
+    /// The swap file.
+    File,
+}
+
 /// Where a swapped-in page came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -211,6 +220,34 @@ impl Swap {
     /// other threads ([`Swap::reads_pages_in_caller`] false), such a caller
     /// passes a copy.
     pub fn swap_out(&self, pages: &[&[u8]], offsets: &[u64]) -> Result<SwapOutReport, ZswapError> {
+        self.store_folio(pages, offsets, StoreTo::Pool)
+    }
+
+    /// [`Swap::swap_out`], but the pages that are not zero go straight to
+    /// the swap file, past the pool (`pool_bypassed`): what a caller does
+    /// where a pass through the pool costs more than it saves (pages
+    /// compressed only to be decompressed for writeback, the file as fast
+    /// to read as the pool). With writeback off there is no file to go
+    /// to: the folio goes to the pool as [`Swap::swap_out`] sends it.
+    pub fn swap_out_to_file(
+        &self,
+        pages: &[&[u8]],
+        offsets: &[u64],
+    ) -> Result<SwapOutReport, ZswapError> {
+        let into = if self.cfg.writeback {
+            StoreTo::File
+        } else {
+            StoreTo::Pool
+        };
+        self.store_folio(pages, offsets, into)
+    }
+
+    fn store_folio(
+        &self,
+        pages: &[&[u8]],
+        offsets: &[u64],
+        into: StoreTo,
+    ) -> Result<SwapOutReport, ZswapError> {
         let bad_len = pages.is_empty() || pages.len() > 512 || pages.len() != offsets.len();
         if bad_len || pages.iter().any(|p| p.len() != PAGE_SIZE) {
             return Err(ZswapError::BadFolio);
@@ -236,7 +273,10 @@ impl Swap {
         // Unlocked: compression names no slot. A folio zswap refuses goes
         // to the file, from a copy taken now.
         let (mut pooled, mut to_disk) = (None, None);
-        if !rest_pages.is_empty() {
+        if !rest_pages.is_empty() && into == StoreTo::File {
+            Counters::add(&self.counters.pool_bypassed, rest_pages.len());
+            to_disk = Some(rest_pages.concat());
+        } else if !rest_pages.is_empty() {
             match self.zswap.prepare(&rest_pages) {
                 Ok(prepared) => pooled = Some(prepared),
                 Err(reject) => {
@@ -814,6 +854,19 @@ impl Swap {
     }
 
     /// All counters, with the kernel's names.
+    /// Pages stored into the pool, loaded from it and written back from
+    /// it so far (`zswpout`, `zswpin`, `written_back_pages`), read without
+    /// the locks and file calls of a [`Swap::stats`] snapshot.
+    pub fn pool_traffic(&self) -> (u64, u64, u64) {
+        let c = &self.counters;
+        let read = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        (
+            read(&c.zswpout),
+            read(&c.zswpin),
+            read(&c.written_back_pages),
+        )
+    }
+
     pub fn stats(&self) -> Stats {
         let mut s = self.counters.snapshot();
         s.stored_pages = self.zswap.stored_pages() as u64;

@@ -154,6 +154,48 @@ fn a_store_over_a_slot_replaces_what_it_held_wherever_that_was() {
 }
 
 #[test]
+fn a_store_past_the_pool_goes_to_the_file_and_replaces_what_the_slots_held() {
+    let swap = Swap::new(cfg()).unwrap();
+    let zero = vec![0u8; PAGE_SIZE];
+    let [a, b, c] = <[u64; 3]>::try_from(swap.alloc_slots(3).unwrap()).unwrap();
+    // a held a pooled page, b one written back, c nothing.
+    swap.swap_out(&[&text_page(1), &text_page(2)], &[a, b])
+        .unwrap();
+    assert_eq!(swap.writeback(1).unwrap(), 1);
+    let report = swap
+        .swap_out_to_file(&[&text_page(3), &zero[..], &text_page(5)], &[a, b, c])
+        .unwrap();
+    assert_eq!((report.zswap, report.disk, report.zero), (0, 2, 1));
+    let s = swap.stats();
+    assert_eq!((s.pool_bypassed, s.zswpout, s.stored_pages), (2, 2, 0));
+    assert_eq!(
+        swap.zswap().pool_pages(),
+        0,
+        "the pooled page's object went"
+    );
+    assert_eq!(swap_in(&swap, a), (text_page(3), Source::Disk));
+    assert_eq!(swap_in(&swap, b), (zero, Source::Zero));
+    // (Read ahead with a, or read now.)
+    let (page, source) = swap_in(&swap, c);
+    assert_eq!(page, text_page(5));
+    assert!(
+        matches!(source, Source::Disk | Source::SwapCache),
+        "{source:?}"
+    );
+    // With writeback off there is no file: the pages go to the pool.
+    let pooled = Swap::new(Config {
+        writeback: false,
+        ..cfg()
+    })
+    .unwrap();
+    let d = pooled.alloc_slots(1).unwrap();
+    let report = pooled.swap_out_to_file(&[&text_page(6)], &d).unwrap();
+    assert_eq!((report.zswap, report.disk), (1, 0));
+    assert_eq!(pooled.stats().pool_bypassed, 0);
+    assert_eq!(swap_in(&pooled, d[0]), (text_page(6), Source::Zswap));
+}
+
+#[test]
 fn every_compressor_and_batching_path_round_trips() {
     let corpus = Corpus::sample().unwrap();
     let pages: Vec<Vec<u8>> = corpus.pages().step_by(7).map(<[u8]>::to_vec).collect();

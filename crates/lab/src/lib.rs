@@ -11,7 +11,7 @@
 //!   synthesized: [`pages`]) over the real swap store — zswap, zsmalloc,
 //!   the swap file with its readahead and writeback — and the runtime's
 //!   own store-side decisions (`runtime::StoreSide`: folio swap-in, the
-//!   clean governor, the budget split), with the reclaimer's ticks by the
+//!   clean governor, the budget split, pool admission), with the reclaimer's ticks by the
 //!   run's clock. Replayed at the limit it was recorded under, it
 //!   predicts the run's swap-ins and evictions;
 //! * **reference policies** ([`policy`], [`policies`]): LRU, FIFO, CLOCK,

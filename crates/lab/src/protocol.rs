@@ -5,7 +5,7 @@
 //! swap store (zswap, zsmalloc, the swap file with its readahead, clean
 //! pages' kept slots) and the runtime's store-side policies
 //! ([`runtime::StoreSide`]: folio swap-in, the clean governor, the budget
-//! split), given pages that compress as the run's did ([`crate::pages`]).
+//! split, pool admission), given pages that compress as the run's did ([`crate::pages`]).
 //!
 //! What the replay keeps of the run: the page-state machine and its LRU
 //! (reclaim order, workingset activation, write-tracking reprieves), folio
@@ -206,7 +206,7 @@ impl Env for ReplayEnv<'_> {
             }
         }
         let run: Vec<&[u8]> = bytes.chunks_exact(PAGE).collect();
-        let stored = self.swap.swap_out(&run, &slots);
+        let stored = self.side.store(&self.swap, &run, &slots);
         drop(run);
         s.page = bytes;
         match stored {
@@ -287,7 +287,15 @@ impl Env for ReplayEnv<'_> {
         match event {
             Event::ZeroFault => s.out.first_touches += n,
             Event::SwapinFault => s.out.swapin_faults += n,
-            Event::EvictedPages => s.out.evicted_pages += n,
+            Event::EvictedPages => {
+                s.out.evicted_pages += n;
+                // What the runtime's reclaim thread tells each tick, told
+                // at each eviction: none for age (a replay has no cold
+                // age), so the split hears only admission's news.
+                let limit = self.limit.get();
+                self.side
+                    .note_evictions(&self.swap, s.out.evicted_pages, 0, limit);
+            }
             Event::WpFault => s.out.wp_faults += n,
             Event::CleanWritten => {
                 s.out.wp_faults += n;

@@ -423,7 +423,10 @@ impl Env for RealEnv {
             staging.copy_from_slice(src);
             staging.chunks_exact(PAGE).collect()
         };
-        let stored = own.swap_out(&run, &slots).map_err(|e| e.to_string());
+        let stored = self
+            .store_side
+            .store(own, &run, &slots)
+            .map_err(|e| e.to_string());
         // A page discarded while it was read may have been stored half old
         // bytes, half zeros (a torn copy). The handler counts each such
         // fault before it maps the zeros, so any fault since the read began

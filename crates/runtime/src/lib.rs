@@ -67,6 +67,11 @@
 //!   moved by the refault distances of swap-ins from the pool (down) and
 //!   from the swap file (up), weighed by what each costs; the reclaimer
 //!   writes the pool back to it.
+//! * `admission.rs`: whether evicted pages pass through the pool or go
+//!   straight to the swap file: bypassed for a while where the pool
+//!   writes back most of what it stores and the file is about as fast to
+//!   read (its compression and decompression then cost more than the
+//!   loads it serves save).
 //! * `clean.rs`: whether swap-ins keep clean pages' slots: off where most
 //!   kept pages are written (each write a write-protect fault).
 //! * [`store_side`]: a swap-in's side of the store: folio swap-in, the
@@ -121,6 +126,7 @@
 //! lock (see [`protocol`]); compression, I/O and ioctls run without it,
 //! except the write-tracking un-protect.
 
+mod admission;
 mod aging;
 pub mod arena;
 mod clean;

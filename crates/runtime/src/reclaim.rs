@@ -323,6 +323,7 @@ impl Pager {
     fn note_evictions(&self) {
         let c = &self.env.counters;
         self.env.store_side.note_evictions(
+            &self.env.live().own,
             c.evicted_pages.load(Ordering::Relaxed),
             c.pgsteal_proactive.load(Ordering::Relaxed),
             self.limit(),

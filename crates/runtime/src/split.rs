@@ -337,6 +337,18 @@ impl PoolSplit {
         distance < pool_reach(shape, largest.saturating_sub(pool_pages))
     }
 
+    /// The measured per-page costs, ns: a load from the pool, a load from
+    /// the swap file (at least a device read's unless the file lives in
+    /// memory, `file_in_memory`, as a ghost hit weighs it), a writeback.
+    pub fn load_costs(&self, file_in_memory: bool) -> (u64, u64, u64) {
+        let least = if file_in_memory { 0 } else { DEVICE_READ_NS };
+        (
+            self.pool_load_ns.load(Ordering::Relaxed),
+            self.file_load_ns.load(Ordering::Relaxed).max(least),
+            self.writeback_ns.load(Ordering::Relaxed),
+        )
+    }
+
     /// Pages the target grows by on a pool ghost hit: what a file refault
     /// costs beyond a pool refault, over what a pool refault costs. A read
     /// counts at least as a device read's, unless the file lives in memory
@@ -345,11 +357,9 @@ impl PoolSplit {
     /// pages for little (swap files in /dev/shm: python-list under 24M
     /// 19.9 s against 11 s, redis under 9M 22 s against 12.8 s).
     fn ghost_hit_pages(&self, file_in_memory: bool) -> usize {
-        let pool = self.pool_load_ns.load(Ordering::Relaxed) + POOL_REFAULT_OVERHEAD_NS;
-        let least = if file_in_memory { 0 } else { DEVICE_READ_NS };
-        let file = self.file_load_ns.load(Ordering::Relaxed).max(least)
-            + self.writeback_ns.load(Ordering::Relaxed)
-            + POOL_REFAULT_OVERHEAD_NS;
+        let (pool_load, file_load, writeback) = self.load_costs(file_in_memory);
+        let pool = pool_load + POOL_REFAULT_OVERHEAD_NS;
+        let file = file_load + writeback + POOL_REFAULT_OVERHEAD_NS;
         (file.saturating_sub(pool) as f64 / pool as f64)
             .round()
             .max(1.0) as usize
@@ -439,7 +449,7 @@ fn pool_reach_shrunk(shape: PoolShape, fewer_pages: usize) -> u64 {
 }
 
 /// Moves the average in `avg` a sixteenth of the way to `sample`.
-fn average(avg: &AtomicU64, sample: u64) {
+pub(crate) fn average(avg: &AtomicU64, sample: u64) {
     let a = avg.load(Ordering::Relaxed);
     let next = a - (a >> COST_SHIFT) + (sample >> COST_SHIFT);
     avg.store(next, Ordering::Relaxed);

@@ -5,7 +5,8 @@
 //! swap store (zswap, zsmalloc, the swap file with its readahead, clean
 //! pages' kept slots) and the runtime's store-side policies
 //! ([`runtime::StoreSide`]: folio swap-in, the clean governor, the budget
-//! split, pool admission), given pages that compress as the run's did ([`crate::pages`]).
+//! split, pool admission), given pages that compress as the run's did
+//! ([`crate::pages`]).
 //!
 //! What the replay keeps of the run: the page-state machine and its LRU
 //! (reclaim order, workingset activation, write-tracking reprieves), folio
@@ -290,8 +291,10 @@ impl Env for ReplayEnv<'_> {
             Event::EvictedPages => {
                 s.out.evicted_pages += n;
                 // What the runtime's reclaim thread tells each tick, told
-                // at each eviction: none for age (a replay has no cold
-                // age), so the split hears only admission's news.
+                // at each eviction: none of them for age (a replay has no
+                // cold age, so the split's pressure share stays whole), the
+                // count the split's writeback test reads, and admission's
+                // tick.
                 let limit = self.limit.get();
                 self.side
                     .note_evictions(&self.swap, s.out.evicted_pages, 0, limit);

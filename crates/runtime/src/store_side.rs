@@ -2,9 +2,10 @@
 //! swap-in, fault-around and the swap file's readahead, clean pages' kept
 //! slots), what the budget split hears of it, whether the pool is over
 //! its share, and whether an eviction's pages pass through the pool or go
-//! straight to the swap file (`admission.rs`). The runtime's environment (`env.rs`) asks it for every load;
-//! the design lab's replay (`lab` crate) asks the same object, so that a
-//! replay takes the runtime's decisions, not a copy of them.
+//! straight to the swap file (`admission.rs`). The runtime's environment
+//! (`env.rs`) asks it for every load and store; the design lab's replay
+//! (`lab` crate) asks the same object, so that a replay takes the
+//! runtime's decisions, not a copy of them.
 
 use crate::admission::{PageCosts, PoolAdmission, PoolTraffic};
 use crate::clean::{KeepCleanGovernor, Reading};

@@ -185,7 +185,8 @@ pub(crate) struct PoolAdmission {
     near_refaults: AtomicU64,
     /// Pages pool loads brought beside their fault's page (folio swap-in).
     folio_pages: AtomicU64,
-    /// Times the pool was bypassed (for tests and the lab's readers).
+    /// Times the pool was bypassed (for the tests).
+    #[cfg(test)]
     bypasses: AtomicU64,
 }
 
@@ -199,6 +200,7 @@ impl PoolAdmission {
                 since_evicted: 0,
                 written_back: 0,
             }),
+            #[cfg(test)]
             bypasses: AtomicU64::new(0),
             reach: AtomicU64::new(0),
             near_refaults: AtomicU64::new(0),
@@ -337,6 +339,7 @@ impl PoolAdmission {
         };
         if let Some(next) = next {
             let bypass = matches!(next, Phase::Bypassing { .. });
+            #[cfg(test)]
             if bypass && !self.bypassing() {
                 self.bypasses.fetch_add(1, Ordering::Relaxed);
             }

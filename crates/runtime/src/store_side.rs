@@ -218,7 +218,8 @@ impl StoreSide {
     }
 
     /// Whether stores go straight to the swap file now.
-    pub fn bypassing_pool(&self) -> bool {
+    #[cfg(test)]
+    fn bypassing_pool(&self) -> bool {
         self.admission.as_ref().is_some_and(|a| a.bypassing())
     }
 

@@ -270,24 +270,26 @@ impl Swap {
             zero: zero_offsets.len(),
             ..SwapOutReport::default()
         };
-        // Unlocked: compression names no slot. A folio zswap refuses goes
-        // to the file, from a copy taken now.
+        // Unlocked: compression names no slot. A folio bound for the file
+        // (sent there, or refused by zswap) goes from a copy taken now.
         let (mut pooled, mut to_disk) = (None, None);
-        if !rest_pages.is_empty() && into == StoreTo::File {
-            Counters::add(&self.counters.pool_bypassed, rest_pages.len());
-            to_disk = Some(rest_pages.concat());
-        } else if !rest_pages.is_empty() {
-            match self.zswap.prepare(&rest_pages) {
-                Ok(prepared) => pooled = Some(prepared),
-                Err(reject) => {
-                    if reject == Reject::PoolLimit {
-                        self.kick_shrinker();
+        if !rest_pages.is_empty() {
+            match into {
+                StoreTo::File => Counters::add(&self.counters.pool_bypassed, rest_pages.len()),
+                StoreTo::Pool => match self.zswap.prepare(&rest_pages) {
+                    Ok(prepared) => pooled = Some(prepared),
+                    Err(reject) => {
+                        if reject == Reject::PoolLimit {
+                            self.kick_shrinker();
+                        }
+                        if !self.cfg.writeback {
+                            return Err(ZswapError::Rejected(reject));
+                        }
                     }
-                    if !self.cfg.writeback {
-                        return Err(ZswapError::Rejected(reject));
-                    }
-                    to_disk = Some(rest_pages.concat());
-                }
+                },
+            }
+            if pooled.is_none() {
+                to_disk = Some(rest_pages.concat());
             }
         }
         let _held = self.lock_slots(offsets);
@@ -853,13 +855,12 @@ impl Swap {
         self.zswap.pool_pages() + (metadata + self.dev.table_bytes()).div_ceil(PAGE_SIZE)
     }
 
-    /// All counters, with the kernel's names.
     /// Pages stored into the pool, loaded from it and written back from
     /// it so far (`zswpout`, `zswpin`, `written_back_pages`), read without
     /// the locks and file calls of a [`Swap::stats`] snapshot.
     pub fn pool_traffic(&self) -> (u64, u64, u64) {
         let c = &self.counters;
-        let read = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let read = |a: &AtomicU64| a.load(Ordering::Relaxed);
         (
             read(&c.zswpout),
             read(&c.zswpin),
@@ -867,6 +868,7 @@ impl Swap {
         )
     }
 
+    /// All counters, with the kernel's names.
     pub fn stats(&self) -> Stats {
         let mut s = self.counters.snapshot();
         s.stored_pages = self.zswap.stored_pages() as u64;

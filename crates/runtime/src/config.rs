@@ -59,10 +59,11 @@ pub struct RuntimeConfig {
     /// elapsed time (eviction no longer overlaps the program): off by
     /// default.
     pub direct_reclaim: bool,
-    /// With faults served in-thread and `direct_reclaim` off: eviction
-    /// runs in the faulting thread while its victims are scattered and
-    /// faults come from one thread at a time, in the reclaim thread
-    /// otherwise (`direct.rs`).
+    /// With faults served in-thread and `direct_reclaim` off: while the
+    /// victims are scattered and faults come from one thread at a time,
+    /// eviction runs in the faulting thread, or in the reclaim thread
+    /// where trials measure that faster; in the reclaim thread otherwise
+    /// (`direct.rs`).
     pub auto_direct_reclaim: bool,
     /// With the pool charged and writeback on: the pool's share of the
     /// limit follows refaults (`split.rs`), between an eighth of the limit

@@ -157,6 +157,10 @@ impl Pager {
                     continue;
                 }
                 let mut n = self.evict(self.cfg.reclaim_batch);
+                // Under steady pressure this loop goes on for as long as
+                // the program refills what it frees: the windows of
+                // `direct.rs` end here too.
+                self.choose_direct(&mut site);
                 self.shrink_store();
                 n += self.trim_pool();
                 if n == 0 && self.cfg.charge_pool {
@@ -499,6 +503,8 @@ impl Pager {
             evicted_pages: c.evicted_pages.load(Ordering::Relaxed),
             evict_runs: c.evict_runs.load(Ordering::Relaxed),
             fault_thread_switches: c.fault_thread_switches.load(Ordering::Relaxed),
+            swapin_faults: c.swapin_faults.load(Ordering::Relaxed),
+            at_ns: u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX),
         }
     }
 

@@ -144,12 +144,14 @@ pub struct RuntimeArgs {
     pub pager_any_cpu: bool,
     /// A fault over the limit evicts in the faulting thread itself, down to
     /// the low watermark, always (by default only while the victims are
-    /// scattered pages of a program faulting in one thread at a time)
+    /// scattered pages of a program faulting in one thread at a time, and
+    /// trials do not find the reclaim thread faster)
     #[arg(long, conflicts_with = "background_reclaim")]
     pub direct_reclaim: bool,
     /// Eviction always runs in the reclaim thread, never in the faulting
     /// thread (by default a single-threaded program's scattered victims
-    /// are evicted in its faulting thread: no TLB-flush interrupts)
+    /// are evicted in its faulting thread, no TLB-flush interrupts, unless
+    /// trials of both find the reclaim thread 5% faster)
     #[arg(long)]
     pub background_reclaim: bool,
     /// Keep the pool's share of the limit fixed at its pool limit (half the

@@ -157,10 +157,6 @@ impl Pager {
                     continue;
                 }
                 let mut n = self.evict(self.cfg.reclaim_batch);
-                // Under steady pressure this loop goes on for as long as
-                // the program refills what it frees: the windows of
-                // `direct.rs` end here too.
-                self.choose_direct(&mut site);
                 self.shrink_store();
                 n += self.trim_pool();
                 if n == 0 && self.cfg.charge_pool {

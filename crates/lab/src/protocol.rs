@@ -294,7 +294,9 @@ impl Env for ReplayEnv<'_> {
                 // at each eviction: none of them for age (a replay has no
                 // cold age, so the split's pressure share stays whole), the
                 // count the split's writeback test reads, and admission's
-                // tick.
+                // tick; and the objects of the pages loaded since, which
+                // the reclaim thread frees between its batches.
+                self.swap.zswap().free_loaded();
                 let limit = self.limit.get();
                 self.side
                     .note_evictions(&self.swap, s.out.evicted_pages, 0, limit);

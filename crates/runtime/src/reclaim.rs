@@ -120,6 +120,7 @@ impl Pager {
                 .reclaim_wake
                 .wait_timeout(Duration::from_millis(20));
             self.drain_trace(false);
+            self.free_loaded();
             self.sweep_shared();
             self.thaw_generations();
             self.shrink_store();
@@ -157,6 +158,7 @@ impl Pager {
                     continue;
                 }
                 let mut n = self.evict(self.cfg.reclaim_batch);
+                self.free_loaded();
                 self.shrink_store();
                 n += self.trim_pool();
                 if n == 0 && self.cfg.charge_pool {
@@ -171,6 +173,12 @@ impl Pager {
                 }
             }
         }
+    }
+
+    /// Frees the pool objects of the pages swapped in since the last
+    /// call (`Zswap::free_loaded`): the faulting threads leave them here.
+    fn free_loaded(&self) {
+        self.env.live().own.zswap().free_loaded();
     }
 
     /// Writes up to `n` of the pool's coldest pages back to the swap file;

@@ -11,7 +11,10 @@
 //!   needed) then `commit` (publish at the offsets). A page that does not compress
 //!   is stored raw if writeback is on, else the folio is rejected
 //!   (`reject_compress_poor` / `reject_compress_fail`; `reject_alloc_fail`
-//!   when the pool cannot allocate). Loads are exclusive (the entry goes).
+//!   when the pool cannot allocate). Loads are exclusive (the entry goes);
+//!   the entry's object waits in a bounded lock-free queue until
+//!   `Zswap::free_loaded` (the runtime's reclaim thread) frees it, so a
+//!   swap-in fault takes no size-class lock.
 //!   A second-chance LRU picks writeback victims; a pool limit of
 //!   `max_pool_percent` with `accept_threshold_percent` hysteresis. The
 //!   tree's entries live in its hash tables (no allocation per store, no
@@ -57,7 +60,7 @@ pub use stats::Stats;
 pub use swap_state::{
     AroundPage, Source, Swap, SwapOutReport, ENTRY_METADATA_BYTES, WRITEBACK_BATCH,
 };
-pub use zswap::{Prepared, Reject, Zswap};
+pub use zswap::{loaded_queue_len, Prepared, Reject, Zswap};
 
 pub use common::PAGE_SIZE;
 pub use swapfile::{IoBackend, Protection};

@@ -6,6 +6,7 @@ use crate::{Config, ZswapError};
 use common::sync::{Mutex, RwLock};
 use common::PAGE_SIZE;
 use compress::{new_compressor, Batch, CompressError, Compressor};
+use crossbeam_queue::ArrayQueue;
 use foldhash::HashMap;
 use std::collections::hash_map::Entry::Occupied;
 use std::collections::VecDeque;
@@ -14,6 +15,15 @@ use std::sync::Arc;
 use zsmalloc::{Handle, Pool};
 
 const TREE_SHARDS: usize = 64;
+
+/// Objects of loaded entries that wait for [`Zswap::free_loaded`], at
+/// most: a 64th of the pool's limit at 2 KiB an object (a page compressed
+/// 2:1), from 16 to 4096. They hold pool pages until freed, and a pool
+/// charged to a small limit cannot spare many (5M: 34 objects). A load
+/// that finds the queue full frees its object itself.
+pub fn loaded_queue_len(max_pool_bytes: usize) -> usize {
+    (max_pool_bytes / 64 / 2048).clamp(16, 4096)
+}
 
 /// One shard of the offset → entry tree (the kernel's xarray). Offsets are
 /// integers the runtime hands out: foldhash, not SipHash (no key here comes
@@ -103,6 +113,14 @@ pub struct Zswap {
     compressor: Box<dyn Compressor>,
     tree: Box<[TreeShard]>,
     lru: Mutex<VecDeque<Victim>>,
+    /// Objects of entries loaded (exclusively), not yet freed: a load
+    /// leaves the free to [`Zswap::free_loaded`], which the reclaim
+    /// thread calls between its batches. A swap-in fault's thread then
+    /// neither takes the size class's lock, which that thread's stores
+    /// into the same classes hold (random access stores and loads pages
+    /// of the same few sizes), nor walks the zspage's metadata. Lock-free
+    /// and without allocation: a load may run in a SIGBUS handler.
+    loaded: ArrayQueue<Handle>,
     batches: Mutex<Vec<Batch>>,
     full: AtomicBool,
     next_generation: AtomicU64,
@@ -139,6 +157,7 @@ impl Zswap {
                 .map(|_| RwLock::new(HashMap::default()))
                 .collect(),
             lru: Mutex::new(VecDeque::new()),
+            loaded: ArrayQueue::new(loaded_queue_len(cfg.max_pool_bytes())),
             batches: Mutex::new(Vec::new()),
             full: AtomicBool::new(false),
             next_generation: AtomicU64::new(1),
@@ -194,6 +213,8 @@ impl Zswap {
     /// and `/sys/block/zram0/compact` run): objects migrate into fewer
     /// zspages; returns the pages freed. Safe beside stores and loads.
     pub fn compact(&self) -> usize {
+        // The objects loaded since the last free are holes to fill too.
+        self.free_loaded();
         let freed = self.pool.compact().pages_freed;
         Counters::add(&self.counters.pages_compacted, freed);
         freed
@@ -365,9 +386,11 @@ impl Zswap {
     }
 
     /// Decompresses the entry at `offset` into `page` and drops it
-    /// (exclusive load, `zswap_load`). `Ok(false)`: no entry. On a
-    /// decompression error the entry stays, so nothing is lost. The caller
-    /// serialises operations on one offset.
+    /// (exclusive load, `zswap_load`); its object is freed by the next
+    /// [`Zswap::free_loaded`] (at once where [`loaded_queue_len`] objects
+    /// wait already). `Ok(false)`: no entry. On a decompression error the
+    /// entry stays, so nothing is lost. The caller serialises operations
+    /// on one offset.
     pub fn load(&self, offset: u64, page: &mut [u8]) -> Result<bool, ZswapError> {
         // The caller's slot lock keeps every other store, load and
         // invalidation of `offset` out: the entry can leave the tree first,
@@ -382,9 +405,29 @@ impl Zswap {
             self.insert_entry(offset, entry);
             return Err(e);
         }
-        let _ = self.pool.free(entry.handle);
+        if let Err(handle) = self.loaded.push(entry.handle) {
+            let _ = self.pool.free(handle);
+        }
         Counters::add(&self.counters.zswpin, 1);
         Ok(true)
+    }
+
+    /// Objects allocated in the pool now: the entries' and those of loaded
+    /// entries not yet freed ([`Zswap::free_loaded`]).
+    pub fn objects_in_use(&self) -> usize {
+        self.pool.stats().objs_inuse
+    }
+
+    /// Frees the objects of the entries loaded since the last call;
+    /// returns how many. Any thread; the reclaim thread calls it between
+    /// its batches.
+    pub fn free_loaded(&self) -> usize {
+        let mut freed = 0;
+        while let Some(handle) = self.loaded.pop() {
+            let _ = self.pool.free(handle);
+            freed += 1;
+        }
+        freed
     }
 
     /// Decompresses the entry at `offset` into `page` and keeps it: a

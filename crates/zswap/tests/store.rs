@@ -144,6 +144,9 @@ fn a_store_over_a_slot_replaces_what_it_held_wherever_that_was() {
     assert_eq!(swap_in(&swap, b), (zero.clone(), Source::Zero));
     assert_eq!(swap_in(&swap, c), (text_page(4), Source::Zswap));
     assert_eq!(swap.zswap().stored_pages(), 0);
+    // The loads' objects wait for the reclaimer's free_loaded.
+    assert_eq!(swap.zswap().objects_in_use(), 2);
+    assert_eq!(swap.zswap().free_loaded(), 2);
     assert_eq!(swap.zswap().pool_pages(), 0, "no object left behind");
     // A page written back to the file, then stored over: the pool's copy
     // is read, not the file's.
@@ -646,4 +649,27 @@ proptest! {
         }
         prop_assert_eq!(swap.stats().stored_pages, 0);
     }
+}
+
+#[test]
+fn loads_past_the_queue_free_their_objects_themselves() {
+    // A 400 KiB pool: the queue's least length.
+    let small = Config {
+        total_ram_bytes: 2 << 20,
+        max_pool_percent: 20,
+        ..cfg()
+    };
+    let queue = zswap::loaded_queue_len(small.max_pool_bytes());
+    assert_eq!(queue, 16);
+    let swap = Swap::new(small).unwrap();
+    let pages: Vec<Vec<u8>> = (0..queue as u64 + 10).map(text_page).collect();
+    let slots = out(&swap, &pages);
+    for (&slot, want) in slots.iter().zip(&pages) {
+        assert_eq!(&swap_in(&swap, slot).0, want);
+    }
+    // The first `queue` loads' objects wait; the ten after freed theirs.
+    assert_eq!(swap.zswap().objects_in_use(), queue);
+    assert_eq!(swap.zswap().free_loaded(), queue);
+    assert_eq!(swap.zswap().objects_in_use(), 0);
+    assert_eq!(swap.zswap().free_loaded(), 0);
 }

@@ -1,6 +1,7 @@
 //! Threads swapping out, in (with fault-around over their own pages) and
-//! freeing at once, with the shrinker writing back under a small pool limit
-//! and another thread forcing writeback: every page comes back as written.
+//! freeing at once, with the shrinker writing back under a small pool limit,
+//! another thread forcing writeback and another freeing the objects of
+//! loaded pages: every page comes back as written, every object is freed.
 
 use compress::corpus::Corpus;
 use rand::rngs::SmallRng;
@@ -51,6 +52,17 @@ fn concurrent_owners_shrinker_and_writeback() {
                 while !stop.load(Ordering::Relaxed) {
                     swap.writeback(4).unwrap();
                     std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            })
+        };
+        // The runtime's reclaim thread: frees the objects of loaded pages
+        // while loads queue more.
+        let reclaimer = {
+            let (swap, stop) = (swap.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    swap.zswap().free_loaded();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
                 }
             })
         };
@@ -115,6 +127,11 @@ fn concurrent_owners_shrinker_and_writeback() {
         }
         stop.store(true, Ordering::Relaxed);
         flusher.join().unwrap();
+        reclaimer.join().unwrap();
+        // Every object freed once: none left in use once the last loads'
+        // are (a double free would have failed its load or free).
+        swap.zswap().free_loaded();
+        assert_eq!(swap.zswap().objects_in_use(), 0, "{readahead:?}");
         let s = swap.stats();
         assert_eq!(s.stored_pages, 0, "{readahead:?}: {s}");
         assert_eq!(swap.device().free_slots(), 1 << 14, "every slot freed");

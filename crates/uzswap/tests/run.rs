@@ -131,22 +131,30 @@ fn every_fault_service_reads_back_every_byte() {
 
 /// Where eviction runs follows what it evicts: a program that touches
 /// random pages from one thread has its scattered victims evicted in its
-/// faulting thread (`direct_reclaim` at the end of the run), unless
-/// `--background-reclaim` keeps eviction in the reclaim thread; every byte
-/// reads back either way. Evicting in the program's only thread, it
-/// write-protects nothing (`evicted_sole_writer`).
+/// faulting thread, by default at least in the trials' windows on that
+/// side (which side the trials then choose depends on the machine's
+/// interrupts: `direct.rs`), always with `--direct-reclaim`, never with
+/// `--background-reclaim`; every byte reads back each way. Evicting in
+/// the program's only thread, it write-protects nothing
+/// (`evicted_sole_writer`).
 #[test]
 fn scattered_victims_of_one_thread_are_evicted_in_the_faulting_thread() {
     let bin = compile_c("errnocheck", &tempdir("site"));
-    for (mode, direct) in [(&[][..], true), (&["--background-reclaim"][..], false)] {
+    for (mode, in_thread, direct_at_end) in [
+        (&[][..], true, None),
+        (&["--direct-reclaim"][..], true, Some(true)),
+        (&["--background-reclaim"][..], false, Some(false)),
+    ] {
         let mut args = vec!["--limit", "8M"];
         args.extend_from_slice(mode);
         let (out, f) = run(&args, &[bin.to_str().unwrap(), "16", "1", "60000"], "site");
         assert_paged(&out, &f, "errnocheck: ok", 2048);
-        assert_eq!(f.total.runtime.direct_reclaim, direct, "{mode:?} {f:?}");
+        if let Some(direct) = direct_at_end {
+            assert_eq!(f.total.runtime.direct_reclaim, direct, "{mode:?} {f:?}");
+        }
         assert_eq!(
             f.total.runtime.evicted_sole_writer > 0,
-            direct,
+            in_thread,
             "{mode:?} {f:?}"
         );
     }

@@ -177,7 +177,10 @@ impl Pager {
 
     /// Frees the pool objects of the pages swapped in since the last
     /// call (`Zswap::free_loaded`): the faulting threads leave them here.
+    /// Under the store gate, as every store call: a fork must not copy
+    /// the pool with a size class's lock held.
     fn free_loaded(&self) {
+        let _gate = self.env.gated();
         self.env.live().own.zswap().free_loaded();
     }
 

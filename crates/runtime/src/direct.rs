@@ -236,26 +236,23 @@ fn trial_step(
             swapins,
         });
     }
-    if took > MAX_TRIAL_NS {
-        return Ok(Phase::Trial {
-            at,
-            from: now,
-            ns,
-            swapins,
-        });
+    // A window too long is started again, untimed.
+    let mut next = at;
+    if took <= MAX_TRIAL_NS {
+        let side = usize::from(!TRIAL[at]);
+        ns[side] += took;
+        swapins[side] += faults;
+        next = at + 1;
     }
-    let side = usize::from(!TRIAL[at]);
-    ns[side] += took;
-    swapins[side] += faults;
-    if at + 1 < TRIAL.len() {
-        return Ok(Phase::Trial {
-            at: at + 1,
-            from: now,
-            ns,
-            swapins,
-        });
+    if next == TRIAL.len() {
+        return Err(!reclaim_thread_faster(ns, swapins));
     }
-    Err(!reclaim_thread_faster(ns, swapins))
+    Ok(Phase::Trial {
+        at: next,
+        from: now,
+        ns,
+        swapins,
+    })
 }
 
 /// Whether the reclaim thread's windows served a swap-in fault in

@@ -154,7 +154,16 @@ pub struct SwapFile {
     high_water: AtomicUsize,
     /// The file lives in memory (tmpfs, ramfs).
     in_memory: bool,
+    /// Buffers encrypted folios were sealed into, kept for the next write
+    /// (at most [`SEALED_COPIES_KEPT`]).
+    sealed_copies: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Per-folio lists kept on the stack up to a default folio's 16 pages.
+type FolioVec<T> = smallvec::SmallVec<[T; 16]>;
+
+/// Sealing buffers a [`SwapFile`] keeps: one per thread that writes at once.
+const SEALED_COPIES_KEPT: usize = 8;
 
 impl std::fmt::Debug for SwapFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -190,6 +199,7 @@ impl SwapFile {
             }),
             high_water: AtomicUsize::new(0),
             seals: seal::Seals::new(nr_slots, protection).map_err(SwapError::Create)?,
+            sealed_copies: Mutex::new(Vec::new()),
         })
     }
 
@@ -421,9 +431,37 @@ impl SwapFile {
     /// Writes `pages[i]` to `slots[i]`; one result per page. A page whose
     /// write failed holds nothing readable afterwards.
     pub fn write_pages_each(&self, slots: &[u64], pages: &[&[u8]]) -> Vec<Result<(), SwapError>> {
-        let mut results: Vec<Result<(), SwapError>> = Vec::with_capacity(slots.len());
+        let mut results = Vec::with_capacity(slots.len());
+        self.write_with(slots, pages, |_, r| results.push(r));
+        results
+    }
+
+    /// Writes `pages[i]` to `slots[i]`; the first error, if any. Pages whose
+    /// writes succeeded are good either way.
+    pub fn write_pages(&self, slots: &[u64], pages: &[&[u8]]) -> Result<(), SwapError> {
+        let mut first = Ok(());
+        self.write_with(slots, pages, |_, r| {
+            if first.is_ok() {
+                first = r;
+            }
+        });
+        first
+    }
+
+    /// Writes `pages[i]` to `slots[i]` and calls `done(i, result)` once
+    /// per page, in order. Stores call this at each eviction, in a faulting
+    /// thread's signal handler: a folio's lists are on the stack and the
+    /// encrypted copy's buffer is kept for the next call.
+    fn write_with(
+        &self,
+        slots: &[u64],
+        pages: &[&[u8]],
+        mut done: impl FnMut(usize, Result<(), SwapError>),
+    ) {
+        let n = slots.len().min(pages.len());
+        let mut results: FolioVec<Result<(), SwapError>> = FolioVec::with_capacity(n);
         // (page index, slot index, slot) of each page to write.
-        let mut targets = Vec::new();
+        let mut targets: FolioVec<(usize, usize, u64)> = FolioVec::new();
         for (i, (&slot, page)) in slots.iter().zip(pages).enumerate() {
             let checked = if page.len() != PAGE_SIZE {
                 Err(SwapError::BadPage(page.len()))
@@ -440,18 +478,24 @@ impl SwapFile {
             }
         }
         // Encrypted pages are sealed into one buffer; checksummed ones go
-        // out as they are (their seal reads them, and `out` stays empty).
+        // out as they are (their seal reads them, and the buffer stays
+        // empty).
         let copies = self.seals.seals_a_copy();
-        let mut sealed_copy = vec![0u8; if copies { targets.len() * PAGE_SIZE } else { 0 }];
+        let bytes = if copies { targets.len() * PAGE_SIZE } else { 0 };
+        let mut buffer = self.sealed_copies.lock().pop().unwrap_or_default();
+        if buffer.len() < bytes {
+            buffer.resize(bytes, 0);
+        }
+        let sealed_copy = &mut buffer[..bytes];
         let mut out_pages = sealed_copy.chunks_mut(PAGE_SIZE);
-        let seals: Vec<seal::Sealed> = targets
+        let seals: FolioVec<seal::Sealed> = targets
             .iter()
             .map(|&(i, _, slot)| {
                 let out = out_pages.next().unwrap_or_default();
                 self.seals.seal(slot, pages[i], out)
             })
             .collect();
-        let writes: Vec<(u64, &[u8])> = targets
+        let writes: FolioVec<(u64, &[u8])> = targets
             .iter()
             .enumerate()
             .map(|(k, &(i, _, slot))| {
@@ -464,19 +508,21 @@ impl SwapFile {
             })
             .collect();
         let written = self.io.write_batch(&writes);
+        drop(writes);
         for ((&(i, idx, slot), sealed), r) in targets.iter().zip(seals).zip(written) {
             match r {
                 Ok(()) => self.seals.commit(idx, sealed),
                 Err(source) => results[i] = Err(SwapError::Io { slot, source }),
             }
         }
-        results
-    }
-
-    /// Writes `pages[i]` to `slots[i]`; the first error, if any. Pages whose
-    /// writes succeeded are good either way.
-    pub fn write_pages(&self, slots: &[u64], pages: &[&[u8]]) -> Result<(), SwapError> {
-        self.write_pages_each(slots, pages).into_iter().collect()
+        let mut kept = self.sealed_copies.lock();
+        if kept.len() < SEALED_COPIES_KEPT {
+            kept.push(buffer);
+        }
+        drop(kept);
+        for (i, r) in results.into_iter().enumerate() {
+            done(i, r);
+        }
     }
 
     /// Reads slot `slot` into `page` and checks (and decrypts) it.

@@ -23,7 +23,8 @@ pub struct RuntimeConfig {
     pub evict_folio_pages: usize,
     /// Folio swap-in: a swap-in fault that streams (next to a recent one's
     /// pages) brings the rest of
-    /// its folio from the pool in the same fault (`swapin.rs`).
+    /// its folio from the pool and the swap file in the same fault
+    /// (`swapin.rs`).
     pub folio_swapin: bool,
     /// Eviction unmaps its stored runs in groups of at least this many
     /// pages with one `process_madvise` (one TLB flush per group); the

@@ -83,9 +83,10 @@
 //! * [`reservation`]: the bookkeeping of `PROT_NONE` reservations whose
 //!   committed parts are regions (the JVM's and V8's heaps).
 //! * `swapin.rs`: folio swap-in — a swap-in fault that streams (next to
-//!   a recent one's pages) brings the rest of its folio from the pool
-//!   (mTHP swap-in's role); any other fault takes its one page (no readahead
-//!   for pooled pages, docs/seeds.md).
+//!   a recent one's pages) brings the rest of its folio from the pool and
+//!   the swap file (mTHP swap-in's and VMA readahead's role); any other
+//!   fault takes its one page (no readahead for pooled pages,
+//!   docs/seeds.md).
 //! * `env.rs`: the real environment — userfaultfd ioctls, `madvise`,
 //!   `PAGEMAP_SCAN`, the swap store.
 //! * `uffd.rs`: opening the userfaultfd in the strongest [`FaultMode`]

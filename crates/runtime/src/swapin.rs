@@ -1,7 +1,8 @@
 //! Folio swap-in (mTHP swap-in's role): when swap-in faults stream through
-//! memory, each brings the rest of its folio from the pool, so a stream
-//! reading its memory back pays one userfaultfd round trip per folio
-//! instead of one per page.
+//! memory, each brings the rest of its folio from the pool, and from the
+//! swap file (as the kernel's VMA readahead reads a fault's virtual
+//! neighbours), so a stream reading its memory back pays one fault per
+//! folio instead of one per page.
 //!
 //! The readahead bypass for pooled pages (docs/seeds.md) reads nothing
 //! ahead for pages in the pool, and this keeps that rule for faults that

@@ -85,7 +85,7 @@ pub struct RuntimeArgs {
     pub no_track_writes: bool,
     /// Swap in one page per fault, even where faults stream (by default a
     /// swap-in fault right next to a recent one's pages brings the rest of its folio from
-    /// the pool, as the kernel's mTHP swap-in does).
+    /// the pool and the swap file, as the kernel's mTHP swap-in and VMA readahead do).
     #[arg(long)]
     pub no_folio_swapin: bool,
     /// Eviction unmaps the runs it has stored in groups of at least this

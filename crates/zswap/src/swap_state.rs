@@ -431,8 +431,9 @@ impl Swap {
 
     /// [`Swap::swap_in_around`] for a fault that wants its whole folio
     /// (mTHP swap-in's role): neighbours still in zswap, or zero-filled,
-    /// are loaded and handed over too. Neighbours on disk come only from
-    /// the swap cache, as readahead put them there.
+    /// are loaded and handed over too, and so are those on the swap file,
+    /// read in runs of neighbouring slots (the kernel's VMA readahead reads
+    /// a fault's virtual neighbours from the device).
     pub fn swap_in_folio(
         &self,
         offset: u64,
@@ -641,6 +642,9 @@ impl Swap {
         if neighbours.is_empty() || (!pooled && self.cache.lock().pages.is_empty()) {
             return;
         }
+        // A folio's neighbours on the swap file, read after the loop in
+        // runs of neighbouring slots.
+        let mut on_file = FolioVec::<u64>::new();
         for &n in neighbours
             .iter()
             .filter(|&&n| n != offset && (n as usize) < self.dev.nr_slots())
@@ -656,7 +660,12 @@ impl Swap {
                 None if !pooled => continue,
                 None => match self.load_pooled(n) {
                     Some(data) => data,
-                    None => continue,
+                    None => {
+                        if self.dev.is_written(n) {
+                            on_file.push(n);
+                        }
+                        continue;
+                    }
                 },
             };
             match kept.as_deref_mut() {
@@ -673,6 +682,64 @@ impl Swap {
                 self.ra.hit();
             }
             around.push((n, data));
+        }
+        self.hand_over_from_file(&mut on_file, around, kept);
+    }
+
+    /// A folio's neighbours on the swap file (`slots`), for
+    /// [`Swap::hand_over`]: the kernel's VMA readahead reads a fault's
+    /// virtual neighbours from the swap device, and a stream's folio comes
+    /// whole from wherever its pages are. A stream's pages were evicted
+    /// together, so their slots mostly follow each other: each run of
+    /// neighbouring slots is read in one request, unlocked, and each page
+    /// is then checked under its slot's lock as readahead's are (bytes
+    /// that are not the slot's latest write are left there). A page read
+    /// keeps its slot as a clean one where the caller keeps slots.
+    fn hand_over_from_file(
+        &self,
+        slots: &mut [u64],
+        around: &mut Vec<AroundPage>,
+        mut kept: Option<&mut Vec<u64>>,
+    ) {
+        slots.sort_unstable();
+        let mut rest: &[u64] = slots;
+        let mut raw = Vec::new();
+        while let Some(&first) = rest.first() {
+            let len = 1 + rest.windows(2).take_while(|w| w[1] == w[0] + 1).count();
+            let (run, after) = rest.split_at(len);
+            rest = after;
+            raw.resize(len * PAGE_SIZE, 0);
+            let Ok(read) = self.dev.read_run(first, &mut raw) else {
+                continue;
+            };
+            for (k, &n) in run.iter().enumerate().take(read) {
+                let Some(_held) = self.slot_lock(n).try_lock() else {
+                    continue;
+                };
+                // Read ahead meanwhile by another fault: the cache's copy
+                // goes, as in the loop above.
+                let (data, clean) = match self.cache.lock().pages.remove(&n) {
+                    Some(cached) => (cached.data, !cached.dirty),
+                    None => {
+                        let mut data = vec![0u8; PAGE_SIZE].into_boxed_slice();
+                        let raw_page = &raw[k * PAGE_SIZE..(k + 1) * PAGE_SIZE];
+                        if self.dev.open_read(n, raw_page, &mut data).is_err() {
+                            continue;
+                        }
+                        Counters::add(&self.counters.pswpin, 1);
+                        (data, true)
+                    }
+                };
+                match kept.as_deref_mut() {
+                    Some(kept) if clean => kept.push(n),
+                    // Out of the store now: the page goes to the caller
+                    // even if the slot cannot be freed.
+                    _ => {
+                        let _ = self.release_slot(n);
+                    }
+                }
+                around.push((n, data));
+            }
         }
     }
 

@@ -412,7 +412,7 @@ fn fault_around_hands_readahead_pages_to_the_caller() {
 }
 
 #[test]
-fn folio_swap_in_hands_over_pooled_and_zero_neighbours_only() {
+fn folio_swap_in_hands_over_every_neighbour_wherever_it_is() {
     // Slots 0..4 on disk, 4..8 in zswap; slot 8 a zero page.
     let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
     let zero = out(&swap, &[vec![0u8; PAGE_SIZE]]);
@@ -421,15 +421,15 @@ fn folio_swap_in_hands_over_pooled_and_zero_neighbours_only() {
     let mut page = vec![0u8; PAGE_SIZE];
     let mut around = Vec::new();
     let src = swap
-        .swap_in_folio(5, &mut page, &[2, 4, 6, 7, 8], &mut around)
+        .swap_in_folio(5, &mut page, &[0, 2, 3, 4, 6, 7, 8], &mut around)
         .unwrap();
     assert_eq!((src, &page[..]), (Source::Zswap, &text_page(5)[..]));
     let mut got: Vec<u64> = around.iter().map(|a| a.0).collect();
     got.sort_unstable();
     assert_eq!(
         got,
-        vec![4, 6, 7, 8],
-        "the pooled and zero neighbours; 2 is on disk and not read ahead"
+        vec![0, 2, 3, 4, 6, 7, 8],
+        "the pooled, zero and disk neighbours"
     );
     for (slot, data) in &around {
         let want = if *slot == 8 {
@@ -446,22 +446,53 @@ fn folio_swap_in_hands_over_pooled_and_zero_neighbours_only() {
         "the target and three neighbours"
     );
     assert_eq!(s.swpin_zero - before.swpin_zero, 1);
-    assert_eq!(s.pswpin, before.pswpin, "nothing read from disk");
+    assert_eq!(s.pswpin - before.pswpin, 3, "slots 0, 2 and 3 from disk");
     assert_eq!(
         swap.device().free_slots(),
-        4096 - 9 + 5,
+        4096 - 9 + 8,
         "the target's and the handed-over slots are freed"
     );
-    // The disk neighbour is still there for its own fault.
-    assert_eq!(swap_in(&swap, 2), (text_page(2), Source::Disk));
+    // The neighbour not named is still there for its own fault.
+    assert_eq!(swap_in(&swap, 1), (text_page(1), Source::Disk));
 
     // The same fault without folio swap-in takes its page alone.
     let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
     let mut around = Vec::new();
-    swap.swap_in_around(5, &mut page, &[4, 6, 7], &mut around)
+    swap.swap_in_around(5, &mut page, &[2, 4, 6, 7], &mut around)
         .unwrap();
     assert!(around.is_empty(), "seed 002: no pooled neighbours");
     assert_eq!(swap.stats().zswpin, 1);
+    assert_eq!(swap.stats().pswpin, 0, "no disk neighbour either");
+}
+
+#[test]
+fn a_folios_disk_neighbours_keep_their_slots_as_clean_pages() {
+    let (swap, _) = cluster_with_half_on_disk(Readahead::BypassZswap);
+    let mut page = vec![0u8; PAGE_SIZE];
+    let (mut around, mut kept) = (Vec::new(), Vec::new());
+    let src = swap
+        .swap_in_keeping_clean(1, &mut page, &[0, 2, 5], true, &mut around, &mut kept)
+        .unwrap();
+    assert_eq!((src, &page[..]), (Source::Disk, &text_page(1)[..]));
+    let mut got: Vec<u64> = around.iter().map(|a| a.0).collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![0, 2, 5]);
+    for (slot, data) in &around {
+        assert_eq!(&data[..], &text_page(*slot)[..], "slot {slot}");
+    }
+    kept.sort_unstable();
+    assert_eq!(
+        kept,
+        vec![0, 1, 2],
+        "the pages read from disk keep their slots; the pooled one's goes"
+    );
+    assert_eq!(swap.device().free_slots(), 4096 - 8 + 1);
+    for slot in [0, 1, 2] {
+        assert!(
+            swap.device().is_written(slot),
+            "slot {slot} still holds its page"
+        );
+    }
 }
 
 fn faulty_swap(c: Config) -> (Arc<Swap>, FaultPlan) {

@@ -23,6 +23,7 @@ type FolioVec<T> = SmallVec<[T; 16]>;
 
 /// Copy buffers [`Swap`] keeps: one per thread that stores at once.
 const FILE_COPIES_KEPT: usize = 8;
+
 /// Pages written back per shrinker batch.
 pub const WRITEBACK_BATCH: usize = 32;
 

@@ -91,8 +91,20 @@ fn concurrent_owners_shrinker_and_writeback() {
                                 let slot = keys[rng.gen_range(0..keys.len())];
                                 let mut got = vec![0u8; PAGE_SIZE];
                                 let mut around = Vec::new();
-                                swap.swap_in_around(slot, &mut got, &keys, &mut around)
-                                    .unwrap();
+                                if rng.gen_bool(0.5) {
+                                    swap.swap_in_around(slot, &mut got, &keys, &mut around)
+                                        .unwrap();
+                                } else {
+                                    // A folio: the owner's slots near this one, from the
+                                    // pool, the zero map and the file (runs read unlocked).
+                                    let near: Vec<u64> = keys
+                                        .iter()
+                                        .copied()
+                                        .filter(|&k| k.abs_diff(slot) < 16)
+                                        .collect();
+                                    swap.swap_in_folio(slot, &mut got, &near, &mut around)
+                                        .unwrap();
+                                }
                                 assert_eq!(
                                     got,
                                     mine.remove(&slot).unwrap(),

@@ -165,6 +165,10 @@ type FolioVec<T> = smallvec::SmallVec<[T; 16]>;
 /// Sealing buffers a [`SwapFile`] keeps: one per thread that writes at once.
 const SEALED_COPIES_KEPT: usize = 8;
 
+/// The largest sealing buffer kept (a writeback batch's 32 pages): a 2 MiB
+/// folio's is freed, so that kept buffers hold at most 1 MiB.
+const KEPT_BUFFER_BYTES: usize = 32 * PAGE_SIZE;
+
 impl std::fmt::Debug for SwapFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SwapFile")
@@ -515,11 +519,12 @@ impl SwapFile {
                 Err(source) => results[i] = Err(SwapError::Io { slot, source }),
             }
         }
-        let mut kept = self.sealed_copies.lock();
-        if kept.len() < SEALED_COPIES_KEPT {
-            kept.push(buffer);
+        if buffer.capacity() <= KEPT_BUFFER_BYTES {
+            let mut kept = self.sealed_copies.lock();
+            if kept.len() < SEALED_COPIES_KEPT {
+                kept.push(buffer);
+            }
         }
-        drop(kept);
         for (i, r) in results.into_iter().enumerate() {
             done(i, r);
         }

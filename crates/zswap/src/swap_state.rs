@@ -24,6 +24,10 @@ type FolioVec<T> = SmallVec<[T; 16]>;
 /// Copy buffers [`Swap`] keeps: one per thread that stores at once.
 const FILE_COPIES_KEPT: usize = 8;
 
+/// The largest copy buffer kept (a default folio's 16 pages, twice over): a
+/// 2 MiB folio's is freed, so that kept buffers hold at most 1 MiB.
+const KEPT_COPY_BYTES: usize = 32 * PAGE_SIZE;
+
 /// Pages written back per shrinker batch.
 pub const WRITEBACK_BATCH: usize = 32;
 
@@ -196,6 +200,9 @@ impl Swap {
 
     /// Gives a copy buffer back for the next store, unless enough are kept.
     fn keep_file_copy(&self, copy: Vec<u8>) {
+        if copy.capacity() > KEPT_COPY_BYTES {
+            return;
+        }
         let mut kept = self.file_copies.lock();
         if kept.len() < FILE_COPIES_KEPT {
             kept.push(copy);

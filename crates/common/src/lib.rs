@@ -26,6 +26,8 @@
 //!   time, resident set).
 //! * [`passed_fd::PassedFd`]: a descriptor `uzswap run` leaves open for
 //!   the processes of a run (its files, for those that change user).
+//! * [`kept_buffers::KeptBuffers`]: byte buffers kept for reuse, bounded
+//!   (the swap store's and the swap file's per-eviction copies).
 //!
 //! This crate depends on nothing of uzswap's, so every other crate may
 //! depend on it.
@@ -35,6 +37,7 @@ pub mod counters;
 pub mod decimal;
 pub mod discard;
 pub mod kcmp;
+pub mod kept_buffers;
 pub mod memfs;
 pub mod meminfo;
 pub mod name_value;

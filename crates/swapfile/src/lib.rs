@@ -82,6 +82,7 @@ impl std::str::FromStr for IoBackend {
     }
 }
 
+use common::kept_buffers::KeptBuffers;
 use common::sync::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,20 +155,14 @@ pub struct SwapFile {
     high_water: AtomicUsize,
     /// The file lives in memory (tmpfs, ramfs).
     in_memory: bool,
-    /// Buffers encrypted folios were sealed into, kept for the next write
-    /// (at most [`SEALED_COPIES_KEPT`]).
-    sealed_copies: Mutex<Vec<Vec<u8>>>,
+    /// Buffers encrypted folios were sealed into, kept for the next write:
+    /// one per thread that writes at once (8), of at most a writeback
+    /// batch's 32 pages, so at most 1 MiB.
+    sealed_copies: KeptBuffers,
 }
 
 /// Per-folio lists kept on the stack up to a default folio's 16 pages.
 type FolioVec<T> = smallvec::SmallVec<[T; 16]>;
-
-/// Sealing buffers a [`SwapFile`] keeps: one per thread that writes at once.
-const SEALED_COPIES_KEPT: usize = 8;
-
-/// The largest sealing buffer kept (a writeback batch's 32 pages): a 2 MiB
-/// folio's is freed, so that kept buffers hold at most 1 MiB.
-const KEPT_BUFFER_BYTES: usize = 32 * PAGE_SIZE;
 
 impl std::fmt::Debug for SwapFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -203,7 +198,7 @@ impl SwapFile {
             }),
             high_water: AtomicUsize::new(0),
             seals: seal::Seals::new(nr_slots, protection).map_err(SwapError::Create)?,
-            sealed_copies: Mutex::new(Vec::new()),
+            sealed_copies: KeptBuffers::new(8, 32 * PAGE_SIZE),
         })
     }
 
@@ -486,7 +481,7 @@ impl SwapFile {
         // empty).
         let copies = self.seals.seals_a_copy();
         let bytes = if copies { targets.len() * PAGE_SIZE } else { 0 };
-        let mut buffer = self.sealed_copies.lock().pop().unwrap_or_default();
+        let mut buffer = self.sealed_copies.take();
         if buffer.len() < bytes {
             buffer.resize(bytes, 0);
         }
@@ -519,12 +514,7 @@ impl SwapFile {
                 Err(source) => results[i] = Err(SwapError::Io { slot, source }),
             }
         }
-        if buffer.capacity() <= KEPT_BUFFER_BYTES {
-            let mut kept = self.sealed_copies.lock();
-            if kept.len() < SEALED_COPIES_KEPT {
-                kept.push(buffer);
-            }
-        }
+        self.sealed_copies.give(buffer);
         for (i, r) in results.into_iter().enumerate() {
             done(i, r);
         }

@@ -5,6 +5,7 @@
 use crate::stats::{Counters, Stats};
 use crate::zswap::{Reject, Zswap};
 use crate::{Config, Readahead, ZswapError};
+use common::kept_buffers::KeptBuffers;
 use common::sync::{Mutex, MutexGuard};
 use common::wakeup::Wakeup;
 use common::PAGE_SIZE;
@@ -20,13 +21,6 @@ const SLOT_LOCKS: usize = 1024;
 
 /// Per-folio lists kept on the stack up to a default folio's 16 pages.
 type FolioVec<T> = SmallVec<[T; 16]>;
-
-/// Copy buffers [`Swap`] keeps: one per thread that stores at once.
-const FILE_COPIES_KEPT: usize = 8;
-
-/// The largest copy buffer kept (a default folio's 16 pages, twice over): a
-/// 2 MiB folio's is freed, so that kept buffers hold at most 1 MiB.
-const KEPT_COPY_BYTES: usize = 32 * PAGE_SIZE;
 
 /// Pages written back per shrinker batch.
 pub const WRITEBACK_BATCH: usize = 32;
@@ -100,9 +94,9 @@ pub struct Swap {
     ra: crate::ra_window::RaWindow,
     slot_locks: Box<[Mutex<()>]>,
     /// Buffers of folios copied out for the swap file, kept for the next
-    /// store (at most [`FILE_COPIES_KEPT`]): a folio's 64 KiB allocated and
-    /// freed at each eviction cost more than the copy.
-    file_copies: Mutex<Vec<Vec<u8>>>,
+    /// store: one per thread that stores at once (8), of at most 32 pages
+    /// (a default folio's, twice over), so at most 1 MiB.
+    file_copies: KeptBuffers,
     cfg: Config,
     counters: Arc<Counters>,
     shrinker: Mutex<Option<Shrinker>>,
@@ -152,7 +146,7 @@ impl Swap {
             cache: Mutex::new(SwapCache::default()),
             ra: Default::default(),
             slot_locks: (0..SLOT_LOCKS).map(|_| Mutex::new(())).collect(),
-            file_copies: Mutex::new(Vec::new()),
+            file_copies: KeptBuffers::new(8, 32 * PAGE_SIZE),
             cfg,
             counters,
             shrinker: Mutex::new(None),
@@ -196,17 +190,6 @@ impl Swap {
             .into_iter()
             .map(|s| self.slot_locks[s].lock())
             .collect()
-    }
-
-    /// Gives a copy buffer back for the next store, unless enough are kept.
-    fn keep_file_copy(&self, copy: Vec<u8>) {
-        if copy.capacity() > KEPT_COPY_BYTES {
-            return;
-        }
-        let mut kept = self.file_copies.lock();
-        if kept.len() < FILE_COPIES_KEPT {
-            kept.push(copy);
-        }
     }
 
     fn zero_bit(&self, offset: u64) -> (&AtomicU64, u64) {
@@ -324,7 +307,7 @@ impl Swap {
                 },
             }
             if pooled.is_none() {
-                let mut copy = self.file_copies.lock().pop().unwrap_or_default();
+                let mut copy = self.file_copies.take();
                 copy.clear();
                 for page in &rest_pages {
                     copy.extend_from_slice(page);
@@ -357,7 +340,7 @@ impl Swap {
             let written = self.dev.write_pages(&rest_offsets, &copies);
             let n = copies.len();
             drop(copies);
-            self.keep_file_copy(copy);
+            self.file_copies.give(copy);
             written?;
             Counters::add(&self.counters.pswpout, n);
             report.disk = n;

@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== cargo build (workspace, with the LD_PRELOAD library) =="
+echo "== cargo build (workspace, with the LD_PRELOAD library) ($(date -u +%T)) =="
 cargo build --workspace --locked
-echo "== cargo test (workspace) =="
+echo "== cargo test (workspace) ($(date -u +%T)) =="
 cargo test --workspace --locked
 # The LD_PRELOAD library's own unit tests (its lib target is `test = false`:
 # a workspace run leaves it out).
@@ -17,8 +17,8 @@ cargo test --locked -p uzswap-preload --lib
 # The release build (with its LD_PRELOAD library) for what follows.
 cargo build --release --workspace --locked
 
-echo "== soak: 2 minutes, every compressor and folio size, injected I/O faults =="
-./target/release/uzswap soak --minutes 2
+echo "== soak: 1 minute, every compressor and folio size, injected I/O faults ($(date -u +%T)) =="
+./target/release/uzswap soak --minutes 1
 
 # Real programs (python3, numpy, node, java, sqlite3, sort, xz, zstd, gcc,
 # redis, usemem) plain and under `uzswap run`, outputs compared; as root
@@ -28,11 +28,11 @@ echo "== soak: 2 minutes, every compressor and folio size, injected I/O faults =
 # project's virtio disk (45 us a read) takes 2.5-4x as long and would not
 # fit the suite's time; outputs are checked the same. BENCHMARKS.md has
 # them on the disk too.
-echo "== uzswap compat --quick (swap files in /dev/shm) =="
+echo "== uzswap compat --quick (swap files in /dev/shm) ($(date -u +%T)) =="
 ./target/release/uzswap compat --quick --swapfile-dir /dev/shm
 
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
-echo "== loom: compress batch claim protocol =="
+echo "== loom: compress batch claim protocol ($(date -u +%T)) =="
 cargo test --locked -p compress --lib --release claim::loom_model
 echo "== loom: zsmalloc free racing compaction, reader racing free =="
 cargo test --locked -p zsmalloc --test loom --release

@@ -24,6 +24,13 @@ impl KeptBuffers {
         }
     }
 
+    /// The bounds of a store's per-eviction folio copies: one buffer per
+    /// thread that stores at once (8), of at most 32 pages (a default
+    /// folio's twice over, a writeback batch's), so at most 1 MiB kept.
+    pub const fn for_folio_copies() -> Self {
+        Self::new(8, 32 * crate::PAGE_SIZE)
+    }
+
     /// A kept buffer (its old contents still there), or a new empty one.
     pub fn take(&self) -> Vec<u8> {
         self.kept.lock().pop().unwrap_or_default()

@@ -155,9 +155,8 @@ pub struct SwapFile {
     high_water: AtomicUsize,
     /// The file lives in memory (tmpfs, ramfs).
     in_memory: bool,
-    /// Buffers encrypted folios were sealed into, kept for the next write:
-    /// one per thread that writes at once (8), of at most a writeback
-    /// batch's 32 pages, so at most 1 MiB.
+    /// Buffers encrypted folios were sealed into, kept for the next write
+    /// ([`KeptBuffers::for_folio_copies`]).
     sealed_copies: KeptBuffers,
 }
 
@@ -198,7 +197,7 @@ impl SwapFile {
             }),
             high_water: AtomicUsize::new(0),
             seals: seal::Seals::new(nr_slots, protection).map_err(SwapError::Create)?,
-            sealed_copies: KeptBuffers::new(8, 32 * PAGE_SIZE),
+            sealed_copies: KeptBuffers::for_folio_copies(),
         })
     }
 

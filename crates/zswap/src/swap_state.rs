@@ -94,8 +94,7 @@ pub struct Swap {
     ra: crate::ra_window::RaWindow,
     slot_locks: Box<[Mutex<()>]>,
     /// Buffers of folios copied out for the swap file, kept for the next
-    /// store: one per thread that stores at once (8), of at most 32 pages
-    /// (a default folio's, twice over), so at most 1 MiB.
+    /// store ([`KeptBuffers::for_folio_copies`]).
     file_copies: KeptBuffers,
     cfg: Config,
     counters: Arc<Counters>,
@@ -146,7 +145,7 @@ impl Swap {
             cache: Mutex::new(SwapCache::default()),
             ra: Default::default(),
             slot_locks: (0..SLOT_LOCKS).map(|_| Mutex::new(())).collect(),
-            file_copies: KeptBuffers::new(8, 32 * PAGE_SIZE),
+            file_copies: KeptBuffers::for_folio_copies(),
             cfg,
             counters,
             shrinker: Mutex::new(None),

@@ -34,7 +34,7 @@ echo "== uzswap compat --quick (swap files in /dev/shm) ($(date -u +%T)) =="
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" CARGO_TARGET_DIR=target/loom
 echo "== loom: compress batch claim protocol ($(date -u +%T)) =="
 cargo test --locked -p compress --lib --release claim::loom_model
-echo "== loom: zsmalloc free racing compaction, reader racing free =="
+echo "== loom: zsmalloc free racing compaction, reader racing free ($(date -u +%T)) =="
 cargo test --locked -p zsmalloc --test loom --release
-echo "== loom: the preload's bootstrap bump arena (common::bump) =="
+echo "== loom: the preload's bootstrap bump arena (common::bump) ($(date -u +%T)) =="
 cargo test --locked -p common --lib --release bump::loom_model

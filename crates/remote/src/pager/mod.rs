@@ -59,8 +59,11 @@ use zswap::Swap;
 /// Pages evicted together (one protection, one read, one store and one
 /// injection per batch).
 pub const EVICT_BATCH: usize = 256;
-/// Most batches one cold pass evicts (each an injected discard): 8 MiB.
-pub const COLD_BATCHES: usize = 8;
+/// Most batches a cold pass evicts in one turn of the pager's loop (each
+/// an injected discard): 4 MiB, then faults and events are served before
+/// the pass goes on. At a turn every 20 ms at the least, up to 200 MB/s,
+/// the in-process reclaimer's own bound (`runtime::COLD_BATCHES_PER_TICK`).
+pub const COLD_BATCHES: usize = 4;
 /// Bytes of the target's scratch page: the ranges of one batch (16 bytes
 /// each, at most one a victim) fit.
 const SCRATCH_BYTES: usize = EVICT_BATCH * 16;
@@ -284,8 +287,11 @@ pub struct Pager {
     /// coming back is taken for a hot one); a page a cold pass evicts all
     /// the same cools by one, as in-process.
     heat: HashMap<usize, (u8, u8)>,
-    /// When the last cold pass ran.
+    /// When the last cold pass ended.
     last_cold_pass: Instant,
+    /// A cold pass is under way: it goes on at each turn of the loop until
+    /// no old page is left resident.
+    cold_pass: bool,
     registered: Vec<(usize, usize)>,
     config_limit_pages: usize,
     charge_pool: bool,
@@ -388,6 +394,7 @@ impl Pager {
             young: HashSet::new(),
             heat: HashMap::new(),
             last_cold_pass: Instant::now(),
+            cold_pass: false,
             registered: Vec::new(),
             config_limit_pages: pages_of(config.limit_bytes),
             charge_pool: config.charge_pool,
@@ -1307,9 +1314,12 @@ impl Pager {
     }
 
     /// Cold pages leave before pressure: once a cold age (set by a
-    /// `--max-slowdown` controller) has passed since the last pass, the
-    /// resident pages not made resident since are evicted, up to
-    /// [`COLD_BATCHES`] batches, and every page is old from then on.
+    /// `--max-slowdown` controller) has passed since the last pass ended, a
+    /// pass evicts the resident pages not made resident since, up to
+    /// [`COLD_BATCHES`] batches a turn of the loop, until none is left;
+    /// every page is old from then on. A page made resident during the
+    /// pass is young, and spared. A pass ends early where the cold age is
+    /// withdrawn (the controller's run is in debt).
     fn cold_reclaim(&mut self) -> Result<(), PagerError> {
         let Some(age) = self.cold_age_ms() else {
             // Nothing is young while no cold age is set (pages are not
@@ -1317,19 +1327,24 @@ impl Pager {
             if !self.young.is_empty() {
                 self.young.clear();
             }
+            self.cold_pass = false;
             self.last_cold_pass = Instant::now();
             return Ok(());
         };
-        if self.forking()
-            || self.in_flight.active
-            || self.last_cold_pass.elapsed() < Duration::from_millis(u64::from(age))
-        {
+        if self.forking() || self.in_flight.active {
             return Ok(());
+        }
+        if !self.cold_pass {
+            if self.last_cold_pass.elapsed() < Duration::from_millis(u64::from(age)) {
+                return Ok(());
+            }
+            self.cold_pass = true;
         }
         for _ in 0..COLD_BATCHES {
             let (runs, spans) = self.pick_victims(EVICT_BATCH, true);
             if runs.is_empty() {
-                break;
+                self.end_cold_pass();
+                return Ok(());
             }
             let victims: Vec<usize> = runs
                 .iter()
@@ -1341,17 +1356,26 @@ impl Pager {
                 self.cool(a);
             }
             if n == 0 {
-                break;
+                // No thread could be stopped, or nothing of the batch was
+                // left to take: the pass ends here, and the next comes an
+                // age from now.
+                self.end_cold_pass();
+                return Ok(());
             }
         }
+        Ok(())
+    }
+
+    /// A cold pass is over: every page is old from now on, and every page
+    /// its heat spared has one pass fewer to be spared.
+    fn end_cold_pass(&mut self) {
+        self.cold_pass = false;
         self.young.clear();
-        // A pass gone by: one fewer for every page it spared.
         self.heat.retain(|_, (heat, passes)| {
             *passes = passes.saturating_sub(1);
             *heat > 0 || *passes > 0
         });
         self.last_cold_pass = Instant::now();
-        Ok(())
     }
 
     /// The cold age a `--max-slowdown` controller set, if any.

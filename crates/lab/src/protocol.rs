@@ -479,6 +479,7 @@ pub fn replay(w: &Workload, limit: Limit, cfg: &ProtocolConfig) -> Result<Outcom
         folio_pages: cfg.folio_pages,
         page_cluster: cfg.page_cluster,
         workingset_pages: ceiling,
+        probation_pages: rcfg.probation_pages as u64,
         unmap_group_pages: cfg.unmap_group_pages,
         faults_block: false,
     };

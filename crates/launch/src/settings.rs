@@ -106,6 +106,12 @@ settings! {
             UNMAP_GROUP = "UZSWAP_UNMAP_GROUP", flag "--unmap-group", example "7",
             COUNT "pages, 1 to 4096",
             valid |n| (1..=4096).contains(n), "pages, 1 to 4096";
+        /// Evictions a page swapped in is spared before reclaim takes it
+        /// first (probation); 0: it is queued on the LRU as a first touch.
+        probation_pages: usize = runtime::PROBATION_PAGES,
+            PROBATION = "UZSWAP_PROBATION", flag "--probation", example "1024",
+            COUNT "pages, 0 to 1048576",
+            valid |n| *n <= 1 << 20, "pages, 0 to 1048576";
         /// The pool is charged to the limit (cgroup v2's memcg); `false`:
         /// resident pages only, the pool bounded by `max_pool_percent` of
         /// RAM (cgroup v1's memcg, which does not charge zswap).
@@ -304,6 +310,7 @@ impl Settings {
             track_writes: self.track_writes,
             folio_swapin: self.folio_swapin,
             unmap_group_pages: self.unmap_group_pages,
+            probation_pages: self.probation_pages,
             shared_limit_file: self.shared_limit_file.clone(),
             user_mode_only: self.user_mode_only,
             serve_faults_in_thread: !self.fault_thread,
@@ -443,6 +450,7 @@ mod tests {
             track_writes: false,
             folio_swapin: false,
             unmap_group_pages: 7,
+            probation_pages: 0,
             reservations: false,
             small_objects: SmallObjects::After(3 << 20),
             shared_limit_file: Some("/dev/shm/x".into()),

@@ -31,6 +31,12 @@ pub struct RuntimeConfig {
     /// writers of a group's pages wait for the whole group. 1: each run
     /// alone.
     pub unmap_group_pages: usize,
+    /// Probation for pages swapped in: reclaim takes them first once this
+    /// many evictions have gone by since they came back, unless a fault or
+    /// a tracked write has queued them on the LRU meanwhile
+    /// (`Tunables::probation_pages`). 0: a page swapped in is queued on the
+    /// LRU as a first touch is.
+    pub probation_pages: usize,
     /// Track writes to resident pages (write-protect + `PAGEMAP_SCAN`) so
     /// that reclaim spares recently written pages, where the kernel has
     /// `PAGEMAP_SCAN` (6.7+).
@@ -92,6 +98,10 @@ pub enum InjectFailure {
     RuntimeThreadFault,
 }
 
+/// Evictions a page swapped in is spared before it leaves first: 1 MiB,
+/// four reclaim batches, time for the program to use what it faulted in.
+pub const PROBATION_PAGES: usize = 256;
+
 impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
@@ -102,6 +112,7 @@ impl Default for RuntimeConfig {
             evict_folio_pages: 16,
             folio_swapin: true,
             unmap_group_pages: 16,
+            probation_pages: PROBATION_PAGES,
             track_writes: true,
             aging_interval: Duration::from_millis(100),
             shared_limit_file: None,

@@ -158,7 +158,7 @@ mod swapin;
 mod sys;
 mod uffd;
 
-pub use config::{InjectFailure, RuntimeConfig};
+pub use config::{InjectFailure, RuntimeConfig, PROBATION_PAGES};
 pub use counters::RuntimeStats;
 pub use protocol::MAX_HEAT;
 pub use reclaim::{throttle_headroom_bytes, COMPACT_INTERVAL, THROTTLE_HEADROOM_BYTES};

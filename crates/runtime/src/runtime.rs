@@ -73,6 +73,7 @@ impl Runtime {
                 folio_pages: cfg.evict_folio_pages,
                 page_cluster: cfg.swap.page_cluster,
                 workingset_pages: limit_pages as u64,
+                probation_pages: cfg.probation_pages as u64,
                 unmap_group_pages: cfg.unmap_group_pages,
                 faults_block: mode != FaultMode::InThread,
                 #[cfg(test)]

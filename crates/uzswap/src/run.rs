@@ -97,6 +97,17 @@ pub struct RuntimeArgs {
     #[arg(long, default_value_t = 16, value_name = "PAGES",
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub unmap_group: u64,
+    /// Probation for pages swapped in: reclaim takes a page that came back
+    /// from the store before any other once this many pages have been
+    /// evicted since, unless a fault or a tracked write showed it in use
+    /// meanwhile. A program sweeping more memory than the limit over and
+    /// over (a garbage collector's full passes, a hash table hit at
+    /// random) then keeps what it has in memory instead of evicting each
+    /// page just before its next turn. 0: a page swapped in is queued as a
+    /// first touch is (fault order)
+    #[arg(long, default_value_t = runtime::PROBATION_PAGES as u64, value_name = "PAGES",
+          value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+    pub probation: u64,
     /// Count resident pages only against --limit, not the compressed pool
     /// (cgroup v1's memcg, which does not charge zswap); the pool is then
     /// bounded by --max-pool-percent of RAM or --pool-limit alone.
@@ -194,6 +205,7 @@ impl RuntimeArgs {
             track_writes: !self.no_track_writes,
             folio_swapin: !self.no_folio_swapin,
             unmap_group_pages: self.unmap_group as usize,
+            probation_pages: self.probation as usize,
             shared_limit_file: None,
             user_mode_only: self.user_mode_only,
             fault_thread: self.fault_thread,

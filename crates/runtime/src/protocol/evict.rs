@@ -260,7 +260,7 @@ impl Evict {
         if st.forking {
             return Ok(Step::Done(0));
         }
-        let victims = pick_victims(&mut st, self.want, self.min_age, cx.env);
+        let victims = pick_victims(&mut st, self.want, self.min_age, cx.tun, cx.env);
         for v in &victims {
             if let Some(slot) = v.kept {
                 self.kept.insert(page_addr(v.base, v.idx), slot);
@@ -556,14 +556,26 @@ struct Victim {
     armed: bool,
 }
 
-/// Takes up to `n` victims from the LRU, oldest first, marking them
-/// `Evicting`. A
+/// Takes up to `n` victims, marking them `Evicting`: first the pages on
+/// probation that have had their [`Tunables::probation_pages`] evictions
+/// (not for age alone: a cold pass goes by the LRU's stamps), then the
+/// LRU, oldest first, then, if the LRU had too few, the rest of probation.
+/// A
 /// page refaulted within the workingset (active) or found written by aging
 /// (reprieves left) is passed over and queued again, stamped now. With
 /// `min_age`, the first page queued less than that long ago ends the pick
 /// (the LRU is oldest first by its stamps).
-fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E) -> Vec<Victim> {
+fn pick_victims<E: Env>(
+    st: &mut State,
+    n: usize,
+    min_age: Option<u32>,
+    tun: &Tunables,
+    env: &E,
+) -> Vec<Victim> {
     let mut victims = Vec::new();
+    if min_age.is_none() && tun.probation_pages > 0 {
+        pick_on_probation(st, n, tun.probation_pages, tun, &mut victims);
+    }
     // Records of regions under an aging pass, oldest first: back at the
     // front once the pick is done.
     let mut passed_over = Vec::new();
@@ -640,7 +652,62 @@ fn pick_victims<E: Env>(st: &mut State, n: usize, min_age: Option<u32>, env: &E)
     for rec in passed_over.into_iter().rev() {
         st.lru.push_front(rec);
     }
+    if min_age.is_none() && tun.probation_pages > 0 {
+        // The LRU had too few: probation's youngest too, or nothing would
+        // leave, and no eviction would ever end their probation.
+        pick_on_probation(st, n, 0, tun, &mut victims);
+    }
     victims
+}
+
+/// Takes victims from probation, oldest first, while fewer than `n` are
+/// taken and the oldest came in at least `after` evictions ago. A page
+/// not evictable now (pinned, in flight, its region going or under an
+/// aging pass) or found written by aging goes to the back of the LRU,
+/// where the LRU's rules take it from then on.
+fn pick_on_probation(
+    st: &mut State,
+    n: usize,
+    after: u64,
+    tun: &Tunables,
+    victims: &mut Vec<Victim>,
+) {
+    while victims.len() < n {
+        let Some(&rec) = st.probation.front() else {
+            return;
+        };
+        if !st.live(&rec) {
+            st.probation.pop_front();
+            continue;
+        }
+        let since = (st.evictions as u32).wrapping_sub(rec.queued);
+        if u64::from(since) < after {
+            return;
+        }
+        st.probation.pop_front();
+        let idx = rec.idx as usize;
+        let r = st.regions.get_mut(&rec.base).expect("live record");
+        let page = &mut r.pages[idx];
+        let evictable =
+            page.evictable() || tun.flawed(Flaw::ProbationIgnoresPins) && page.state.is_resident();
+        if r.aging || r.dying || !evictable || page.reprieves > 0 {
+            st.lru.push_back(rec);
+            continue;
+        }
+        // Its refault distance has had its say: it is on probation.
+        page.active = false;
+        let kept = match page.state {
+            PageState::Clean { slot } => Some(slot),
+            _ => None,
+        };
+        page.state = PageState::Evicting;
+        victims.push(Victim {
+            base: rec.base,
+            idx,
+            kept,
+            armed: page.armed,
+        });
+    }
 }
 
 /// Groups victims into runs of neighbouring pages of one region, at most
@@ -692,6 +759,62 @@ mod tests {
         victims.iter().map(|v| (v.base, v.idx)).collect()
     }
 
+    fn tun(probation_pages: u64) -> Tunables {
+        Tunables {
+            folio_pages: 1,
+            page_cluster: 0,
+            workingset_pages: 1,
+            probation_pages,
+            unmap_group_pages: 1,
+            faults_block: true,
+            flaw: None,
+        }
+    }
+
+    #[test]
+    fn pages_swapped_in_leave_first_once_their_probation_is_over() {
+        let a = 1 << 30;
+        let mut st = State::default();
+        st.add_region(a, 4);
+        for idx in 0..4 {
+            st.install_resident(a, idx);
+        }
+        // Pages 2 and 3 came back from the store, in that order.
+        st.push_probation(a, 2);
+        st.push_probation(a, 3);
+        let pick = |st: &mut State, n, min_age| {
+            crate::model::with_model_env(|env| pick_victims(st, n, min_age, &tun(2), env))
+        };
+        // Not yet two evictions since: the LRU's oldest go first.
+        let v = pick(&mut st, 1, None);
+        assert_eq!(picked(&v), vec![(a, 0)]);
+        st.evictions += 2;
+        // A pass for age alone goes by the LRU: page 1, not probation.
+        let v = pick(&mut st, 1, Some(0));
+        assert_eq!(picked(&v), vec![(a, 1)]);
+        // Under the limit, probation first, oldest first.
+        st.regions.get_mut(&a).unwrap().pages[3].pins = 1;
+        let v = pick(&mut st, 2, None);
+        assert_eq!(picked(&v), vec![(a, 2)]);
+        // Pinned, page 3 went to the LRU, whose rules take it from now on.
+        assert_eq!(lru_pages(&st), vec![(a, 3)]);
+        assert!(st.probation.is_empty());
+        // Where the LRU has nothing to give, probation's young pages go:
+        // else nothing would leave, and no probation would ever end.
+        st.regions.get_mut(&a).unwrap().pages[3].pins = 0;
+        st.push_probation(a, 3);
+        let v = pick(&mut st, 2, None);
+        assert_eq!(picked(&v), vec![(a, 3)]);
+        // The same swap-in without probation queues on the LRU.
+        let mut st = State::default();
+        st.add_region(a, 1);
+        st.regions.get_mut(&a).unwrap().pages[0].state = PageState::Loading;
+        st.begin(a);
+        super::super::missing::publish_loaded(&mut st, a, &[(0, None)], &[], StoreId::OWN, false);
+        assert_eq!(lru_pages(&st), vec![(a, 0)]);
+        assert!(st.probation.is_empty());
+    }
+
     #[test]
     fn a_pick_beside_an_aging_pass_leaves_that_regions_pages_their_place() {
         let (a, b) = (1 << 30, 2 << 30);
@@ -702,17 +825,17 @@ mod tests {
             st.install_resident(base, idx);
         }
         st.regions.get_mut(&a).unwrap().aging = true;
-        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, env));
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, &tun(0), env));
         assert_eq!(picked(&v), vec![(b, 0)]);
         // Still the oldest: not sent behind region b's younger page.
         assert_eq!(lru_pages(&st), vec![(a, 0), (a, 1), (b, 1)]);
         st.regions.get_mut(&a).unwrap().aging = false;
-        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 2, None, env));
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 2, None, &tun(0), env));
         assert_eq!(picked(&v), vec![(a, 0), (a, 1)]);
         // A pinned page is passed over to the back, where the next picks
         // do not look at it first.
         st.regions.get_mut(&b).unwrap().pages[1].pins = 1;
-        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, env));
+        let v = crate::model::with_model_env(|env| pick_victims(&mut st, 1, None, &tun(0), env));
         assert!(v.is_empty());
         assert_eq!(lru_pages(&st), vec![(b, 1)]);
     }

@@ -76,6 +76,7 @@ pub fn adopt_after_fork(st: &mut State, parent_store: StoreId) {
         }
     }
     st.lru.clear();
+    st.probation.clear();
     st.resident = 0;
     st.in_flight = 0;
     st.forking = false;

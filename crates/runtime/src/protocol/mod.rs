@@ -87,9 +87,11 @@
 //!    exactly the bytes at its slot; no slot is named by two pages, and
 //!    none outlives the pages that named it (checked by the model after
 //!    every step, and at the end).
-//! 7. **A region's pages leave every structure with it.** LRU records name
-//!    a region by id (never reused); records of a dropped region, or of a
-//!    page since evicted and refaulted, are dead and skipped, and are
+//! 7. **A region's pages leave every structure with it.** LRU and
+//!    probation records name a region by id (never reused); records of a
+//!    dropped region, or of a page since evicted, refaulted or queued
+//!    again (each queueing bumps the page's generation: one live record a
+//!    page, on the LRU or on probation), are dead and skipped, and are
 //!    compacted away once they outnumber the live ones.
 //!
 //! ## Lock order
@@ -330,6 +332,8 @@ struct LruRecord {
     idx: u32,
     gen: u16,
     since: u32,
+    /// The workingset clock (`State::evictions`, wrapping) when queued.
+    queued: u32,
 }
 
 /// Everything the state lock guards.
@@ -339,6 +343,10 @@ pub struct State {
     pub regions: BTreeMap<usize, RegionPages>,
     /// Resident pages, oldest first (dead records are skipped).
     lru: VecDeque<LruRecord>,
+    /// Pages swapped in, oldest first, where probation is on
+    /// ([`Tunables::probation_pages`]): reclaim takes these before the LRU
+    /// once that many evictions have gone by since they came in.
+    probation: VecDeque<LruRecord>,
     /// Charged resident pages: mapped, not shared with a parent.
     pub resident: usize,
     /// Pages evicted so far: the workingset clock.
@@ -409,20 +417,35 @@ impl State {
     }
 
     fn push_lru(&mut self, base: usize, idx: usize) {
-        let Some(r) = self.regions.get_mut(&base) else {
-            return;
-        };
+        if let Some(rec) = self.new_record(base, idx) {
+            self.lru.push_back(rec);
+            self.compact_lru();
+        }
+    }
+
+    /// Queues a page just swapped in on probation (see
+    /// [`Tunables::probation_pages`]); any record it had dies.
+    fn push_probation(&mut self, base: usize, idx: usize) {
+        if let Some(rec) = self.new_record(base, idx) {
+            self.probation.push_back(rec);
+            self.compact_lru();
+        }
+    }
+
+    /// A record for page `idx` of the region at `base`, stamped now; the
+    /// page's older records die.
+    fn new_record(&mut self, base: usize, idx: usize) -> Option<LruRecord> {
+        let r = self.regions.get_mut(&base)?;
         let page = &mut r.pages[idx];
         page.lru_gen = page.lru_gen.wrapping_add(1);
-        let rec = LruRecord {
+        Some(LruRecord {
             base,
             id: r.id,
             idx: idx as u32,
             gen: page.lru_gen,
             since: self.clock,
-        };
-        self.lru.push_back(rec);
-        self.compact_lru();
+            queued: self.evictions as u32,
+        })
     }
 
     /// Whether an LRU record still names a resident page of a live region.
@@ -442,6 +465,15 @@ impl State {
             let lru = std::mem::take(&mut self.lru);
             self.lru = lru.into_iter().filter(|r| self.live(r)).collect();
         }
+        if self.probation.len() > 2 * self.resident + 4096 {
+            let probation = std::mem::take(&mut self.probation);
+            self.probation = probation.into_iter().filter(|r| self.live(r)).collect();
+        }
+    }
+
+    /// Every record, the LRU's and probation's.
+    fn records(&self) -> impl Iterator<Item = &LruRecord> {
+        self.lru.iter().chain(&self.probation)
     }
 
     /// Moves the age clock to `ms` if that is ahead of it (two threads
@@ -459,7 +491,7 @@ impl State {
     /// (the cold bytes by age of a report). A walk of the LRU.
     pub fn idle_pages(&self, ages: &[u32]) -> Vec<usize> {
         let mut counts = vec![0; ages.len()];
-        for rec in self.lru.iter().filter(|r| self.live(r)) {
+        for rec in self.records().filter(|r| self.live(r)) {
             let age = self.clock.wrapping_sub(rec.since);
             for (n, &a) in counts.iter_mut().zip(ages) {
                 *n += usize::from(age >= a);
@@ -470,13 +502,12 @@ impl State {
 
     /// LRU records, live or dead (for tests of invariant 6).
     pub fn lru_records(&self) -> usize {
-        self.lru.len()
+        self.lru.len() + self.probation.len()
     }
 
     /// Live LRU records naming the region at `base` (any id).
     pub fn live_lru_records_of(&self, base: usize) -> usize {
-        self.lru
-            .iter()
+        self.records()
             .filter(|r| r.base == base && self.live(r))
             .count()
     }
@@ -729,6 +760,19 @@ pub struct Tunables {
     pub page_cluster: u32,
     /// A page refaulting within this many evictions is active.
     pub workingset_pages: u64,
+    /// Probation for pages swapped in (0: none). A page that comes back
+    /// from the store is queued apart from the LRU, and reclaim under the
+    /// limit takes it before any page of the LRU once this many evictions
+    /// have gone by since it came in, unless a fault or tracked write
+    /// queued it on the LRU meanwhile (a first touch, a write-protect
+    /// fault). A program that sweeps a working set larger than the limit
+    /// over and over (a garbage collector's full passes, a hash table hit
+    /// at random) then keeps the pages it has in memory, as Belady's
+    /// optimum does on a loop, where the LRU would evict each just before
+    /// its next turn: every access of the sweep a fault. Reads of resident
+    /// pages are invisible here, so without it a page read every time is
+    /// as old as one never read again.
+    pub probation_pages: u64,
     /// Eviction unmaps its stored runs together once they hold this many
     /// pages, unless they stream (long runs, near one another), and at the
     /// end of the batch: one TLB flush for all of them. The writers of
@@ -766,6 +810,8 @@ pub enum Flaw {
     PinWithoutSettle,
     /// Aging write-protects pinned pages too.
     AgingIgnoresPins,
+    /// Reclaim takes pages on probation even when pinned.
+    ProbationIgnoresPins,
     /// A batch's unmap leaves out all but its last stored run, yet reports
     /// every run unmapped.
     BatchUnmapsLastRunOnly,

@@ -196,7 +196,7 @@ impl<B: Clone + Default> Release<B> {
     /// Publishes the mapped page resident and wakes its waiters, if any.
     fn mapped<E: Env<Buf = B>>(&mut self, cx: &Cx<E>, idx: usize) -> Result<Step<()>, Fatal> {
         let mut st = cx.lock();
-        let waiters = publish_loaded(&mut st, self.base, &[(idx, None)], &[], StoreId::OWN);
+        let waiters = publish_loaded(&mut st, self.base, &[(idx, None)], &[], StoreId::OWN, false);
         st.end(self.base);
         st.changed(cx.changed);
         drop(st);

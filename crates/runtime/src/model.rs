@@ -1943,6 +1943,17 @@ mod tests {
             );
         }
         passes("probation: write tracking", with_probation(tracking(None)));
+        // A cold pass takes old pages on probation too.
+        for (name, sc) in [("swap-in", swap_in(None)), ("clean pages", clean(None))] {
+            let sc = Scenario {
+                cold_second_pass: true,
+                ..with_probation(sc)
+            };
+            passes(
+                &format!("in thread, probation, cold second pass: {name}"),
+                in_thread(sc),
+            );
+        }
         // And the checker sees its pick: one that takes a pinned page
         // leaves a system call's buffer unmapped under the kernel.
         let v = fails(

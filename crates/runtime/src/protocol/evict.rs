@@ -557,10 +557,11 @@ struct Victim {
 }
 
 /// Takes up to `n` victims, marking them `Evicting`: first the pages on
-/// probation that have had their [`Tunables::probation_pages`] evictions
-/// (not for age alone: a cold pass goes by the LRU's stamps), then the
-/// LRU, oldest first, then, if the LRU had too few, the rest of probation.
-/// A
+/// probation that have had their [`Tunables::probation_pages`] evictions,
+/// then the LRU, oldest first, then, if the LRU had too few, the rest of
+/// probation. A pass for age alone (`min_age`) takes the LRU's pages old
+/// enough, then probation's (a page swapped in and untouched since is as
+/// cold as any). A
 /// page refaulted within the workingset (active) or found written by aging
 /// (reprieves left) is passed over and queued again, stamped now. With
 /// `min_age`, the first page queued less than that long ago ends the pick
@@ -574,7 +575,8 @@ fn pick_victims<E: Env>(
 ) -> Vec<Victim> {
     let mut victims = Vec::new();
     if min_age.is_none() && tun.probation_pages > 0 {
-        pick_on_probation(st, n, tun.probation_pages, tun, &mut victims);
+        let served = Served::After(tun.probation_pages);
+        pick_on_probation(st, n, served, tun, &mut victims);
     }
     // Records of regions under an aging pass, oldest first: back at the
     // front once the pick is done.
@@ -652,23 +654,34 @@ fn pick_victims<E: Env>(
     for rec in passed_over.into_iter().rev() {
         st.lru.push_front(rec);
     }
-    if min_age.is_none() && tun.probation_pages > 0 {
+    match min_age {
         // The LRU had too few: probation's youngest too, or nothing would
         // leave, and no eviction would ever end their probation.
-        pick_on_probation(st, n, 0, tun, &mut victims);
+        None => pick_on_probation(st, n, Served::After(0), tun, &mut victims),
+        Some(age) => pick_on_probation(st, n, Served::OlderThan(age), tun, &mut victims),
     }
     victims
 }
 
+/// When a page on probation may be taken.
+#[derive(Clone, Copy)]
+enum Served {
+    /// Once this many pages have been evicted since it came in.
+    After(u64),
+    /// For its age alone: once queued this many ms ago (the age clock),
+    /// and spared its cold passes first, as on the LRU.
+    OlderThan(u32),
+}
+
 /// Takes victims from probation, oldest first, while fewer than `n` are
-/// taken and the oldest came in at least `after` evictions ago. A page
+/// taken and the oldest has `served` its probation. A page
 /// not evictable now (pinned, in flight, its region going or under an
 /// aging pass) or found written by aging goes to the back of the LRU,
 /// where the LRU's rules take it from then on.
 fn pick_on_probation(
     st: &mut State,
     n: usize,
-    after: u64,
+    served: Served,
     tun: &Tunables,
     victims: &mut Vec<Victim>,
 ) {
@@ -680,11 +693,16 @@ fn pick_on_probation(
             st.probation.pop_front();
             continue;
         }
-        let since = (st.evictions as u32).wrapping_sub(rec.queued);
-        if u64::from(since) < after {
+        let done = match served {
+            Served::After(n) => u64::from((st.evictions as u32).wrapping_sub(rec.queued)) >= n,
+            Served::OlderThan(age) => st.clock.wrapping_sub(rec.since) >= age,
+        };
+        if !done {
             return;
         }
         st.probation.pop_front();
+        let mut rec = rec;
+        let now = st.clock;
         let idx = rec.idx as usize;
         let r = st.regions.get_mut(&rec.base).expect("live record");
         let page = &mut r.pages[idx];
@@ -693,6 +711,15 @@ fn pick_on_probation(
         if r.aging || r.dying || !evictable || page.reprieves > 0 {
             st.lru.push_back(rec);
             continue;
+        }
+        if let Served::OlderThan(_) = served {
+            if page.cold_passes > 0 {
+                page.cold_passes -= 1;
+                rec.since = now;
+                st.lru.push_back(rec);
+                continue;
+            }
+            page.heat = page.heat.saturating_sub(1);
         }
         // Its refault distance has had its say: it is on probation.
         page.active = false;
@@ -789,7 +816,7 @@ mod tests {
         let v = pick(&mut st, 1, None);
         assert_eq!(picked(&v), vec![(a, 0)]);
         st.evictions += 2;
-        // A pass for age alone goes by the LRU: page 1, not probation.
+        // A pass for age alone takes the LRU's old pages first: page 1.
         let v = pick(&mut st, 1, Some(0));
         assert_eq!(picked(&v), vec![(a, 1)]);
         // Under the limit, probation first, oldest first.
@@ -805,6 +832,20 @@ mod tests {
         st.push_probation(a, 3);
         let v = pick(&mut st, 2, None);
         assert_eq!(picked(&v), vec![(a, 3)]);
+        // A pass for age alone takes probation's old pages once the LRU's
+        // are gone, sparing a page its cold passes first (to the LRU).
+        let mut st = State::default();
+        st.add_region(a, 2);
+        for idx in 0..2 {
+            st.install_resident(a, idx);
+            st.push_probation(a, idx);
+        }
+        st.regions.get_mut(&a).unwrap().pages[0].cold_passes = 1;
+        st.advance_clock(1_000);
+        let v = pick(&mut st, 2, Some(500));
+        assert_eq!(picked(&v), vec![(a, 1)]);
+        assert_eq!(lru_pages(&st), vec![(a, 0)]);
+        assert_eq!(st.regions[&a].pages[0].cold_passes, 0);
         // The same swap-in without probation queues on the LRU.
         let mut st = State::default();
         st.add_region(a, 1);

@@ -13,7 +13,7 @@ use crate::protocol::{SwapinFault, PAGE};
 use crate::split::{PoolShape, PoolSplit, Tier};
 use crate::swapin::FolioSwapin;
 use crate::RuntimeConfig;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use zswap::{Source, Swap, SwapOutReport, ZswapError};
 
@@ -32,6 +32,9 @@ pub struct StoreSide {
     /// decision, `keeping_clean`).
     clean_governor: Mutex<KeepCleanGovernor>,
     keeping_clean: AtomicBool,
+    /// Pool bytes an entry, as last seen in a pool that held any (0: not
+    /// yet): how densely an emptied pool would hold pages again.
+    density: AtomicU64,
 }
 
 /// What a load's caller knows that the policies read.
@@ -76,6 +79,35 @@ impl StoreSide {
             split,
             clean_governor: Mutex::new(KeepCleanGovernor::new(Reading::default())),
             keeping_clean: AtomicBool::new(true),
+            density: AtomicU64::new(0),
+        }
+    }
+
+    /// The shape of `cx.own`'s pool, for the split's ghost tests. An empty
+    /// pool (its entries written back, or discarded by the program) is
+    /// taken as dense as it last was: by its own shape it would reach no
+    /// further than its horizon, every page read from the swap file would
+    /// then keep its slot (`near_refault`), and none would be stored in the
+    /// pool again to show its density.
+    fn pool_shape(&self, cx: &LoadContext) -> PoolShape {
+        let pool = cx.own.zswap();
+        let horizon = pool_horizon(cx.own, cx.evicted_pages);
+        let (entries, bytes) = (pool.stored_pages() as u64, pool.pool_total_size() as u64);
+        let (entries, bytes) = if entries > 0 && bytes > 0 {
+            self.density
+                .store(bytes.div_ceil(entries), Ordering::Relaxed);
+            (entries, bytes)
+        } else {
+            // As many entries as the horizon: no stretch of the horizon
+            // over entries (`pool_reach`).
+            let n = horizon.max(1);
+            (n, n * self.density.load(Ordering::Relaxed))
+        };
+        PoolShape {
+            horizon,
+            entries,
+            bytes,
+            file_in_memory: cx.own.device().in_memory(),
         }
     }
 
@@ -157,7 +189,7 @@ impl StoreSide {
                 ns,
                 limit,
                 own.charged_pages(),
-                || pool_shape(cx),
+                || self.pool_shape(cx),
             );
         }
         Ok(o)
@@ -185,7 +217,7 @@ impl StoreSide {
             limit,
             cx.own.charged_pages(),
             fault.distance.0,
-            pool_shape(cx),
+            self.pool_shape(cx),
         )
     }
 
@@ -277,17 +309,6 @@ impl StoreSide {
     /// The pool's share of a limit of `limit_pages` now, if adaptive.
     pub fn pool_share(&self, limit_pages: usize) -> Option<usize> {
         self.split.as_ref().map(|s| s.target(limit_pages))
-    }
-}
-
-/// The shape of `cx.own`'s pool, for the split's ghost tests.
-fn pool_shape(cx: &LoadContext) -> PoolShape {
-    let pool = cx.own.zswap();
-    PoolShape {
-        horizon: pool_horizon(cx.own, cx.evicted_pages),
-        entries: pool.stored_pages() as u64,
-        bytes: pool.pool_total_size() as u64,
-        file_in_memory: cx.own.device().in_memory(),
     }
 }
 

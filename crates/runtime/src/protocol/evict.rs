@@ -627,29 +627,12 @@ fn pick_victims<E: Env>(
             st.lru.push_back(rec);
             continue;
         }
-        if min_age.is_some() {
-            // Leaving for its age alone: a page swapped in lately (hot,
-            // though its reads are invisible) is spared its passes first;
-            // one that leaves all the same cools down.
-            if page.cold_passes > 0 {
-                page.cold_passes -= 1;
-                rec.since = now;
-                st.lru.push_back(rec);
-                continue;
-            }
-            page.heat = page.heat.saturating_sub(1);
+        if min_age.is_some() && spared_for_age(page) {
+            rec.since = now;
+            st.lru.push_back(rec);
+            continue;
         }
-        let kept = match page.state {
-            PageState::Clean { slot } => Some(slot),
-            _ => None,
-        };
-        page.state = PageState::Evicting;
-        victims.push(Victim {
-            base: rec.base,
-            idx,
-            kept,
-            armed: page.armed,
-        });
+        victims.push(take_victim(page, rec.base, idx));
     }
     for rec in passed_over.into_iter().rev() {
         st.lru.push_front(rec);
@@ -712,28 +695,43 @@ fn pick_on_probation(
             st.lru.push_back(rec);
             continue;
         }
-        if let Served::OlderThan(_) = served {
-            if page.cold_passes > 0 {
-                page.cold_passes -= 1;
-                rec.since = now;
-                st.lru.push_back(rec);
-                continue;
-            }
-            page.heat = page.heat.saturating_sub(1);
+        if matches!(served, Served::OlderThan(_)) && spared_for_age(page) {
+            rec.since = now;
+            st.lru.push_back(rec);
+            continue;
         }
         // Its refault distance has had its say: it is on probation.
         page.active = false;
-        let kept = match page.state {
-            PageState::Clean { slot } => Some(slot),
-            _ => None,
-        };
-        page.state = PageState::Evicting;
-        victims.push(Victim {
-            base: rec.base,
-            idx,
-            kept,
-            armed: page.armed,
-        });
+        victims.push(take_victim(page, rec.base, idx));
+    }
+}
+
+/// Whether a page about to leave for its age alone is spared: a page
+/// swapped in lately (hot, though its reads are invisible) is spared its
+/// cold passes first (one fewer now); one that leaves all the same cools
+/// down.
+fn spared_for_age(page: &mut super::Page) -> bool {
+    if page.cold_passes > 0 {
+        page.cold_passes -= 1;
+        return true;
+    }
+    page.heat = page.heat.saturating_sub(1);
+    false
+}
+
+/// Marks page `idx` of the region at `base` `Evicting`: a victim, with the
+/// slot it kept if it is `Clean`.
+fn take_victim(page: &mut super::Page, base: usize, idx: usize) -> Victim {
+    let kept = match page.state {
+        PageState::Clean { slot } => Some(slot),
+        _ => None,
+    };
+    page.state = PageState::Evicting;
+    Victim {
+        base,
+        idx,
+        kept,
+        armed: page.armed,
     }
 }
 

@@ -669,7 +669,7 @@ fn pick_on_probation(
     victims: &mut Vec<Victim>,
 ) {
     while victims.len() < n {
-        let Some(&rec) = st.probation.front() else {
+        let Some(mut rec) = st.probation.front().copied() else {
             return;
         };
         if !st.live(&rec) {
@@ -677,14 +677,15 @@ fn pick_on_probation(
             continue;
         }
         let done = match served {
-            Served::After(n) => u64::from((st.evictions as u32).wrapping_sub(rec.queued)) >= n,
+            Served::After(evictions) => {
+                u64::from((st.evictions as u32).wrapping_sub(rec.queued)) >= evictions
+            }
             Served::OlderThan(age) => st.clock.wrapping_sub(rec.since) >= age,
         };
         if !done {
             return;
         }
         st.probation.pop_front();
-        let mut rec = rec;
         let now = st.clock;
         let idx = rec.idx as usize;
         let r = st.regions.get_mut(&rec.base).expect("live record");
